@@ -1,0 +1,45 @@
+# corpus.mk - make fragment for the kernel-written ReiserFS corpus; included
+# from the top Makefile (paths are relative to the repository top).
+#
+#   make corpus-deps     install what the corpus needs (root) or say what is missing
+#   make corpus          rebuild all shipped images + manifests from nothing
+#                        (fetches the Debian 6.1 kernel, boots it under qemu)
+#   make corpus-big      also build the big, not shipped images (160 MiB tree)
+#   make test-kernel     kernel-view check of 3 shipped images against their manifests
+#   make corpus-baseline damage recipes x reiserfsck, scored by the kernel view
+#
+# Scratch goes to $(RFSCK_CORPUS_CACHE) (default corpus/build, git-ignored).
+
+CORPUS_DIR   ?= corpus
+CORPUS_TOOLS := $(CORPUS_DIR)/tools
+CORPUS_PY    ?= python3
+CORPUS_DEBS  := qemu-system-x86 busybox-static reiserfsprogs grub-common xz-utils python3 \
+                cpio gzip gcc libc6-dev dpkg apt coreutils
+CORPUS_CMDS  := qemu-system-x86_64 busybox mkreiserfs reiserfsck debugreiserfs grub-fstest xz \
+                python3 cpio gzip gcc dpkg-deb apt-get apt-cache
+
+.PHONY: corpus corpus-deps corpus-big test-kernel corpus-baseline corpus-clean
+
+corpus-deps:
+	@missing=""; for c in $(CORPUS_CMDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || missing="$$missing libc.a(libc6-dev)"; \
+	if [ -z "$$missing" ]; then echo "corpus-deps: all present"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "corpus-deps: installing (missing:$$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(CORPUS_DEBS) >/dev/null; \
+	else echo "corpus-deps: missing:$$missing" >&2; \
+	  echo "corpus-deps: as root run: apt-get update && apt-get install -y $(CORPUS_DEBS)" >&2; exit 1; fi
+
+corpus: corpus-deps
+	$(CORPUS_PY) $(CORPUS_TOOLS)/build-corpus.py -j 2
+
+corpus-big: corpus-deps
+	$(CORPUS_PY) $(CORPUS_TOOLS)/build-corpus.py --big --only r36-bigtree
+
+test-kernel: corpus-deps
+	sh $(CORPUS_TOOLS)/test-kernel.sh
+
+corpus-baseline: corpus-deps
+	$(CORPUS_PY) $(CORPUS_TOOLS)/baseline.py
+
+corpus-clean:
+	rm -rf $(CORPUS_DIR)/build

@@ -1,0 +1,43 @@
+/*
+ * check.c - the driver of `rfsck check`: the pass table and the run.
+ * What each pass checks, relies on and produces is in src/check.h and in the
+ * header comment of each src/check_<pass>.c.
+ */
+#include "check.h"
+
+#include <stdio.h>
+
+static const struct {
+	const char *name;
+	rfs_check_pass_fn run;
+} check_passes[] = {
+	{ "superblock and journal", check_pass_super },
+	{ "tree", check_pass_tree },
+	{ "bitmaps", check_pass_bitmap },
+	{ "objectid map", check_pass_objectid },
+	{ "namespace", check_pass_semantic },
+};
+
+const char *rfs_check_pass_name(unsigned i)
+{
+	return i < sizeof(check_passes) / sizeof(check_passes[0]) ? check_passes[i].name : NULL;
+}
+
+rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err)
+{
+	uint64_t nbits = c->fs->sb.block_count;
+	uint64_t dev = rfs_dev_block_count(c->fs->dev);
+	if (dev < nbits)
+		nbits = dev;   /* nothing beyond the device can be claimed */
+	rfs_status st = rfs_bitmap_init(&c->claimed, nbits, err);
+	if (st)
+		return st;
+	for (unsigned i = 0; i < sizeof(check_passes) / sizeof(check_passes[0]); i++) {
+		st = check_passes[i].run(c, err);
+		if (st)
+			return st;
+		if (rfs_reporter_exhausted(c->rep))
+			break;
+	}
+	return RFS_OK;
+}

@@ -1,0 +1,278 @@
+/*
+ * check_semantic.c - pass "namespace": walks the directories from the root.
+ *
+ * Checks: the root exists and is a directory; "." and ".." of every directory;
+ * every entry names an object with a stat data; each directory is reached once
+ * (no cycles, no hard links to directories); then, per object, link count
+ * against the names found, file size against the body items, directory size
+ * against its entries; objects that no name reaches (orphans) unless a safe
+ * link says they were open and unlinked.
+ * Relies on: pass tree (c->objects) and a tree without bad nodes; skipped
+ * otherwise, as reiserfsck does.  Uses the tree cursor to read directories.
+ */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rfs/object.h"
+#include "rfs/strbuf.h"
+#include "rfs/tree.h"
+
+struct ent {
+	uint8_t *name;
+	uint16_t len;
+	uint32_t offset, dir_id, objectid;
+};
+
+struct ents {
+	struct ent *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static int collect(void *ctx, const struct rfs_dirent *de)
+{
+	struct ents *e = ctx;
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? e->cap * 2 : 32;
+		struct ent *nv = realloc(e->v, nc * sizeof(*nv));
+		if (!nv) {
+			e->nomem = true;
+			return 1;
+		}
+		e->v = nv;
+		e->cap = nc;
+	}
+	struct ent *x = &e->v[e->n];
+	x->name = malloc(de->name_len ? de->name_len : 1);
+	if (!x->name) {
+		e->nomem = true;
+		return 1;
+	}
+	memcpy(x->name, de->name, de->name_len);
+	x->len = de->name_len;
+	x->offset = de->offset;
+	x->dir_id = de->dir_id;
+	x->objectid = de->objectid;
+	e->n++;
+	return 0;
+}
+
+static void free_ents(struct ents *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i].name);
+	free(e->v);
+}
+
+struct sem {
+	struct rfs_check *c;
+	struct rfs_cursor cur;
+	struct strbuf path;
+	int depth;
+};
+
+static void report_at(struct sem *s, enum rfs_problem_code code, uint32_t d, uint32_t o,
+		      uint64_t expected, uint64_t found)
+{
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.path = s->path.len ? sb_str(&s->path) : "/";
+	ctx.has_key = true;
+	ctx.key = (struct rfs_key){ d, o, 0, RFS_TYPE_STAT };
+	ctx.expected = expected;
+	ctx.found = found;
+	problem_report(s->c->rep, code, &ctx);
+}
+
+/* Size checks of a regular file or symlink, at the path that first reaches it. */
+static void check_file_size(struct sem *s, const struct rfs_objinfo *o)
+{
+	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
+		return;
+	enum rfs_file_type t = rfs_mode_type(o->mode);
+	if (t != RFS_FT_REG && t != RFS_FT_LNK)
+		return;
+	/* The items may end up to one block past the size (last block partly
+	 * used), or up to 7 bytes past it for a padded 3.6 tail; a size beyond
+	 * the items is a sparse end and allowed. */
+	uint64_t slack = (o->flags & RFS_OBJ_HAS_DIRECT) ? (o->sd_version == 2 ? 7 : 0)
+							  : s->c->fs->bs - 1;
+	if (o->body_end > o->size + slack)
+		report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size);
+}
+
+static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t parent_d,
+			   uint32_t parent_o)
+{
+	struct rfs_check *c = s->c;
+	dir->flags |= RFS_OBJ_ENTERED;
+	if (dir->dir_bytes != dir->size)
+		report_at(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid, dir->dir_bytes, dir->size);
+	if (++s->depth > RFS_PATH_MAX_DEPTH) {
+		s->depth--;
+		return RFS_OK;
+	}
+	struct ents e = { 0 };
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	uint32_t dd = dir->dir_id, dobj = dir->objectid;   /* dir may move when the table grows */
+	rfs_status st = rfs_dir_iterate(&s->cur, dd, dobj, collect, &e, &err);
+	if (e.nomem) {
+		free_ents(&e);
+		return RFS_ERR_NOMEM;
+	}
+	if (st == RFS_ERR_NOMEM) {
+		free_ents(&e);
+		return st;
+	}
+	uint32_t subdirs = 0;
+	size_t base = s->path.len;
+	for (size_t i = 0; i < e.n && !rfs_reporter_exhausted(c->rep); i++) {
+		struct ent *x = &e.v[i];
+		bool dot = x->len == 1 && x->name[0] == '.';
+		bool dotdot = x->len == 2 && x->name[0] == '.' && x->name[1] == '.';
+		if (dot) {
+			if (x->dir_id != dd || x->objectid != dobj)
+				report_at(s, PR_DOT_WRONG, x->dir_id, x->objectid, 0, 0);
+			continue;
+		}
+		if (dotdot) {
+			if (x->dir_id != parent_d || x->objectid != parent_o)
+				report_at(s, PR_DOTDOT_WRONG, x->dir_id, x->objectid, 0, 0);
+			continue;
+		}
+		sb_truncate(&s->path, base);
+		if (sb_add(&s->path, "/", 1) || sb_add(&s->path, x->name, x->len)) {
+			st = RFS_ERR_NOMEM;
+			break;
+		}
+		struct rfs_objinfo *t = rfs_objtab_find(&c->objects, x->dir_id, x->objectid);
+		if (!t || !(t->flags & RFS_OBJ_HAS_SD)) {
+			report_at(s, PR_ENTRY_POINTS_NOWHERE, x->dir_id, x->objectid, 0, 0);
+			continue;
+		}
+		bool is_dir = rfs_mode_type(t->mode) == RFS_FT_DIR;
+		if (is_dir && (t->flags & RFS_OBJ_REACHED)) {
+			report_at(s, PR_DIR_LOOP, x->dir_id, x->objectid, 0, 0);
+			continue;
+		}
+		t->names++;
+		if (is_dir)
+			subdirs++;
+		if (t->flags & RFS_OBJ_REACHED)
+			continue;
+		t->flags |= RFS_OBJ_REACHED;
+		t->parent_dir_id = dd;
+		t->parent_objectid = dobj;
+		if (is_dir) {
+			st = walk_dir(s, t, dd, dobj);
+			if (st)
+				break;
+		} else {
+			check_file_size(s, t);
+		}
+	}
+	sb_truncate(&s->path, base);
+	free_ents(&e);
+	/* A directory's link count is 2 plus its subdirectories; reiserfs stores
+	 * 1 when that would overflow. */
+	struct rfs_objinfo *self = rfs_objtab_find(&c->objects, dd, dobj);
+	if (self)
+		self->names = 2 + subdirs;
+	s->depth--;
+	return st;
+}
+
+/* The stat data's block count, in 512-byte units, as reiserfsck computes it:
+ * a regular file counts each non-zero pointer and its tail (if any) as one
+ * block; directories and symlinks count their size rounded up; other 3.6
+ * objects count nothing (3.5 devices keep rdev in that field). */
+static void check_blocks(struct rfs_check *c, const struct rfs_objinfo *o)
+{
+	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
+		return;
+	uint64_t per = c->fs->bs / 512, want;
+	switch (rfs_mode_type(o->mode)) {
+	case RFS_FT_REG:
+		want = (o->unfm + ((o->flags & RFS_OBJ_HAS_DIRECT) ? 1 : 0)) * per;
+		break;
+	case RFS_FT_DIR:
+	case RFS_FT_LNK:
+		want = (o->size + 511) / 512;
+		break;
+	default:
+		if (o->sd_version == 1)
+			return;
+		want = 0;
+		break;
+	}
+	if (want == o->blocks)
+		return;
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.has_key = true;
+	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
+	ctx.expected = want;
+	ctx.found = o->blocks;
+	problem_report(c->rep, PR_BLOCKS_WRONG, &ctx);
+}
+
+rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
+{
+	if (c->bad_nodes) {
+		c->skipped_semantic = true;
+		return RFS_OK;
+	}
+	struct sem s = { .c = c, .path = STRBUF_INIT };
+	struct rfs_objinfo *root = rfs_objtab_find(&c->objects, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID);
+	if (!root || !(root->flags & RFS_OBJ_HAS_SD)) {
+		report_at(&s, PR_ROOT_MISSING, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID, 0, 0);
+		return RFS_OK;
+	}
+	if (rfs_mode_type(root->mode) != RFS_FT_DIR) {
+		report_at(&s, PR_ROOT_NOT_DIR, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID, 040000, root->mode);
+		return RFS_OK;
+	}
+	rfs_status st = rfs_cursor_init(c->fs, &s.cur, err);
+	if (st)
+		return st;
+	root->flags |= RFS_OBJ_REACHED;
+	st = walk_dir(&s, root, 0, RFS_ROOT_PARENT_OBJECTID);
+	if (st == RFS_OK) {
+		for (size_t i = 0; i < c->objects.cap && !rfs_reporter_exhausted(c->rep); i++) {
+			struct rfs_objinfo *o = &c->objects.slots[i];
+			if (!(o->flags & RFS_OBJ_HAS_SD))
+				continue;
+			if (!(o->flags & RFS_OBJ_REACHED)) {
+				if (!(o->flags & RFS_OBJ_SAFELINK)) {
+					struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+					ctx.has_key = true;
+					ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
+					problem_report(c->rep, PR_ORPHAN_OBJECT, &ctx);
+				}
+				continue;
+			}
+			check_blocks(c, o);
+			bool is_dir = rfs_mode_type(o->mode) == RFS_FT_DIR;
+			/* mkreiserfs gives the root one link more than other directories
+			 * (its ".." names the virtual object [0 1]); older versions did not. */
+			bool is_root = o->dir_id == RFS_ROOT_DIR_ID && o->objectid == RFS_ROOT_OBJECTID;
+			if (is_root && o->nlink == o->names + 1)
+				continue;
+			if (o->nlink != o->names && !(is_dir && o->nlink == 1) &&
+			    !(o->flags & RFS_OBJ_SAFELINK)) {
+				struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+				ctx.has_key = true;
+				ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
+				ctx.expected = o->names;
+				ctx.found = o->nlink;
+				problem_report(c->rep, PR_NLINK_WRONG, &ctx);
+			}
+		}
+	} else {
+		rfs_error_set(err, st, RFS_NO_BLOCK, "namespace walk");
+	}
+	rfs_cursor_free(&s.cur);
+	sb_free(&s.path);
+	return st;
+}

@@ -1,0 +1,433 @@
+/*
+ * check_tree.c - pass "tree": a depth-first walk from the root in key order.
+ *
+ * Checks every node reached (range, metadata area, reached twice, level for its
+ * depth, structure via rfs_leaf_validate/rfs_internal_validate, the child size
+ * recorded in the parent, delimiting keys), every item (key order across
+ * leaves, stat data first for each object, body items contiguous, indirect
+ * pointers in range / not metadata / not shared, directory names hashing to
+ * their offsets, safe links well formed).
+ * Relies on: pass super (journal replayed in the overlay).
+ * Produces: c->claimed (metadata, tree nodes, data blocks), c->objects (per
+ * object: stat data fields, body extent, pointers, directory bytes),
+ * c->bad_nodes (subtrees that could not be checked), statistics.
+ * A subtree whose root fails is skipped, never followed.
+ */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rfs/bytes.h"
+#include "rfs/hash.h"
+#include "rfs/object.h"
+
+struct walk {
+	struct rfs_check *c;
+	uint8_t *buf[RFS_MAX_HEIGHT + 1];
+	bool have_prev;
+	struct rfs_key prev_key;        /* last item key seen, across leaves */
+	bool have_obj;
+	uint32_t obj_dir_id, obj_objectid;
+	struct rfs_objinfo *obj;        /* valid until the next object starts */
+	uint64_t next_off;              /* expected key offset of the next body item */
+	bool resync;                    /* a subtree was skipped: don't judge the next object's start */
+	uint64_t cur_block;             /* for the fault relay */
+};
+
+static void relay_fault(void *ctx, const struct rfs_fault *f)
+{
+	struct walk *w = ctx;
+	struct rfs_problem_ctx pc = rfs_problem_ctx_none();
+	pc.block = w->cur_block;
+	pc.item = f->item;
+	pc.entry = f->entry;
+	pc.expected = f->expected;
+	pc.found = f->found;
+	problem_report(w->c->rep, f->code, &pc);
+}
+
+static void claim_metadata(struct rfs_check *c)
+{
+	const struct rfs_super *sb = &c->fs->sb;
+	for (uint64_t b = 0; b <= sb->sb_block; b++)
+		rfs_bitmap_set(&c->claimed, b);
+	for (uint32_t i = 0; i < sb->bmap_count; i++)
+		rfs_bitmap_set(&c->claimed, rfs_bitmap_block(sb, i));
+	uint64_t jend = rfs_super_journal_end(sb);
+	uint64_t jstart = sb->j_dev ? sb->sb_block + 1 : sb->j_first;
+	for (uint64_t b = jstart; b < jend && b < c->claimed.nbits; b++)
+		rfs_bitmap_set(&c->claimed, b);
+}
+
+static void count_object_type(struct rfs_check *c, uint16_t mode)
+{
+	switch (rfs_mode_type(mode)) {
+	case RFS_FT_DIR: c->stats.directories++; break;
+	case RFS_FT_REG: c->stats.files++; break;
+	case RFS_FT_LNK: c->stats.symlinks++; break;
+	default: c->stats.others++; break;
+	}
+}
+
+/* Safe links: key (0xFFFFFFFF, objectid), body = the object's dir_id (4 bytes);
+ * indirect type at offset 1 = pending truncate, direct at bs + 1 = pending unlink. */
+static void check_safe_link(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
+			    const uint8_t *body)
+{
+	struct rfs_check *c = w->c;
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.item = i;
+	ctx.has_key = true;
+	ctx.key = ih->key;
+	bool truncate = ih->key.type == RFS_TYPE_INDIRECT && ih->key.offset == 1;
+	bool unlink = ih->key.type == RFS_TYPE_DIRECT && ih->key.offset == (uint64_t)c->fs->bs + 1;
+	if ((!truncate && !unlink) || ih->len != 4) {
+		problem_report(c->rep, PR_SAFELINK_BAD, &ctx);
+		return;
+	}
+	uint32_t dir_id = le32_at(body, 0);
+	c->stats.safe_links++;
+	struct rfs_objinfo *o = rfs_objtab_find(&c->objects, dir_id, ih->key.objectid);
+	if (!o || !(o->flags & RFS_OBJ_HAS_SD)) {
+		problem_report(c->rep, PR_SAFELINK_BAD, &ctx);
+		return;
+	}
+	o->flags |= RFS_OBJ_SAFELINK;
+	ctx.found = dir_id;
+	ctx.expected = ih->key.objectid;
+	ctx.detail = truncate ? "truncate" : "unlink";
+	problem_report(c->rep, PR_SAFELINK_PENDING, &ctx);
+}
+
+static rfs_status start_object(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih)
+{
+	struct rfs_check *c = w->c;
+	w->have_obj = true;
+	w->obj_dir_id = ih->key.dir_id;
+	w->obj_objectid = ih->key.objectid;
+	w->next_off = 1;
+	if (rfs_objtab_get(&c->objects, ih->key.dir_id, ih->key.objectid, &w->obj))
+		return RFS_ERR_NOMEM;
+	if (ih->key.type != RFS_TYPE_STAT && !w->resync) {
+		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+		ctx.block = blk;
+		ctx.item = i;
+		ctx.has_key = true;
+		ctx.key = ih->key;
+		problem_report(c->rep, PR_ITEM_NO_STAT_DATA, &ctx);
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+	}
+	w->resync = false;
+	return RFS_OK;
+}
+
+static void check_body_offset(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih)
+{
+	if (ih->key.offset == w->next_off)
+		return;
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.item = i;
+	ctx.has_key = true;
+	ctx.key = ih->key;
+	ctx.expected = w->next_off - 1;
+	ctx.found = ih->key.offset - 1;
+	problem_report(w->c->rep, PR_FILE_ITEMS_GAP, &ctx);
+	w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+}
+
+static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
+			   const uint8_t *body)
+{
+	struct rfs_check *c = w->c;
+	const struct rfs_super *sb = &c->fs->sb;
+	check_body_offset(w, blk, i, ih);
+	uint32_t n = ih->len / 4;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t p = le32_at(body, 4 * (size_t)j);
+		if (p == 0) {
+			c->stats.zero_pointers++;
+			continue;
+		}
+		c->stats.data_pointers++;
+		enum rfs_problem_code code = PR_NONE;
+		if (p >= sb->block_count || p >= c->claimed.nbits)
+			code = PR_INDIRECT_PTR_OUT_OF_RANGE;
+		else if (rfs_super_block_is_metadata(sb, p))
+			code = PR_INDIRECT_PTR_METADATA;
+		else if (rfs_bitmap_test(&c->claimed, p))
+			code = PR_INDIRECT_PTR_SHARED;
+		if (code != PR_NONE) {
+			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+			ctx.block = blk;
+			ctx.item = i;
+			ctx.entry = (int)j;
+			ctx.has_key = true;
+			ctx.key = ih->key;
+			ctx.found = p;
+			ctx.expected = sb->block_count;
+			problem_report(c->rep, code, &ctx);
+			continue;
+		}
+		rfs_bitmap_set(&c->claimed, p);
+		w->obj->unfm++;
+	}
+	w->next_off = ih->key.offset + (uint64_t)n * c->fs->bs;
+	w->obj->body_end = w->next_off - 1;
+}
+
+static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
+			   const uint8_t *body)
+{
+	struct rfs_check *c = w->c;
+	for (int e = 0; e < ih->free_or_count; e++) {
+		struct rfs_dirent de;
+		rfs_dir_entry(body, ih->len, e, &de);
+		w->obj->dir_bytes += RFS_DEH_SIZE + de.stored_len;
+		c->stats.names++;
+		bool dot = de.name_len == 1 && de.name[0] == '.';
+		bool dotdot = de.name_len == 2 && de.name[0] == '.' && de.name[1] == '.';
+		if (dot || dotdot || !c->hash_trusted)
+			continue;
+		uint32_t want = rfs_hash_entry_offset(c->fs->hash_code, de.name, de.name_len);
+		if ((de.offset & ~(uint32_t)RFS_HASH_GEN_MASK) != want) {
+			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+			ctx.block = blk;
+			ctx.item = i;
+			ctx.entry = e;
+			ctx.has_key = true;
+			ctx.key = ih->key;
+			ctx.name = de.name;
+			ctx.name_len = de.name_len;
+			ctx.expected = want;
+			ctx.found = de.offset;
+			problem_report(c->rep, PR_DIR_BAD_HASH, &ctx);
+		}
+	}
+}
+
+static rfs_status check_leaf_items(struct walk *w, uint64_t blk, const uint8_t *leaf)
+{
+	struct rfs_check *c = w->c;
+	struct rfs_block_head bh;
+	rfs_block_head_decode(leaf, &bh);
+	for (int i = 0; i < bh.nr_items; i++) {
+		struct rfs_item_head ih;
+		rfs_leaf_item_head(leaf, i, &ih);
+		const uint8_t *body = leaf + ih.location;
+		c->stats.items++;
+		if (w->have_prev && i == 0 && rfs_key_cmp(&w->prev_key, &ih.key) >= 0) {
+			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+			ctx.block = blk;
+			ctx.item = i;
+			ctx.has_key = true;
+			ctx.key = ih.key;
+			problem_report(c->rep, PR_LEAF_KEYS_UNSORTED, &ctx);
+		}
+		w->have_prev = true;
+		w->prev_key = ih.key;
+		if (ih.key.dir_id == RFS_SAFELINK_DIR_ID) {
+			check_safe_link(w, blk, i, &ih, body);
+			continue;
+		}
+		if (!w->have_obj || ih.key.dir_id != w->obj_dir_id ||
+		    ih.key.objectid != w->obj_objectid) {
+			if (start_object(w, blk, i, &ih))
+				return RFS_ERR_NOMEM;
+		}
+		switch (ih.key.type) {
+		case RFS_TYPE_STAT: {
+			struct rfs_stat sd;
+			if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
+				struct rfs_objinfo *o = w->obj;
+				o->flags |= RFS_OBJ_HAS_SD;
+				o->mode = sd.mode;
+				o->sd_version = (uint8_t)sd.version;
+				o->nlink = sd.nlink;
+				o->size = sd.size;
+				o->blocks = sd.blocks;
+				count_object_type(c, sd.mode);
+			}
+			break;
+		}
+		case RFS_TYPE_INDIRECT:
+			check_indirect(w, blk, i, &ih, body);
+			break;
+		case RFS_TYPE_DIRECT:
+			check_body_offset(w, blk, i, &ih);
+			w->next_off = ih.key.offset + ih.len;
+			w->obj->body_end = w->next_off - 1;
+			w->obj->flags |= RFS_OBJ_HAS_DIRECT;
+			break;
+		case RFS_TYPE_DIRENTRY:
+			check_dir_item(w, blk, i, &ih, body);
+			break;
+		default:
+			break;
+		}
+	}
+	return RFS_OK;
+}
+
+static void report_node(struct walk *w, enum rfs_problem_code code, uint64_t blk, uint64_t parent,
+			uint64_t expected, uint64_t found, const char *detail)
+{
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.block2 = parent;
+	ctx.expected = expected;
+	ctx.found = found;
+	ctx.detail = detail;
+	problem_report(w->c->rep, code, &ctx);
+	w->c->bad_nodes++;
+	w->resync = true;
+}
+
+static void report_delim(struct walk *w, enum rfs_problem_code code, uint64_t blk,
+			 uint64_t parent, const struct rfs_key *k)
+{
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.block2 = parent;
+	ctx.has_key = true;
+	ctx.key = *k;
+	problem_report(w->c->rep, code, &ctx);
+}
+
+/* Walks the subtree at blk.  want_level 0 = the root.  left/right are the
+ * delimiting keys from the ancestors (NULL at the edges of the tree). */
+static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_level,
+			    const struct rfs_key *left, const struct rfs_key *right, uint64_t parent,
+			    int child_index, uint16_t dc_size)
+{
+	struct rfs_check *c = w->c;
+	struct rfs_fs *fs = c->fs;
+	if (blk >= fs->sb.block_count || blk >= c->claimed.nbits) {
+		report_node(w, PR_NODE_OUT_OF_RANGE, parent, parent, fs->sb.block_count, blk, NULL);
+		return RFS_OK;
+	}
+	if (rfs_super_block_is_metadata(&fs->sb, blk)) {
+		report_node(w, PR_NODE_IN_METADATA, parent, parent, 0, blk, NULL);
+		return RFS_OK;
+	}
+	if (rfs_bitmap_test(&c->claimed, blk)) {
+		report_node(w, PR_NODE_CLAIMED_TWICE, blk, parent, 0, 0, NULL);
+		return RFS_OK;
+	}
+	rfs_bitmap_set(&c->claimed, blk);
+	uint8_t *node = w->buf[depth];
+	struct rfs_error e;
+	rfs_error_clear(&e);
+	if (rfs_dev_read_block(fs->dev, blk, node, &e)) {
+		if (e.status == RFS_ERR_NOMEM)
+			return e.status;
+		char line[240];
+		rfs_error_format(&e, line, sizeof(line));
+		report_node(w, PR_NODE_READ_ERROR, blk, parent, 0, 0, line);
+		return RFS_OK;
+	}
+	struct rfs_block_head bh;
+	rfs_block_head_decode(node, &bh);
+	int level = bh.level;
+	if (want_level == 0) {
+		if (level < RFS_LEVEL_LEAF || level > RFS_MAX_HEIGHT) {
+			report_node(w, PR_NODE_BAD_LEVEL, blk, parent, fs->sb.tree_height - 1, level, NULL);
+			return RFS_OK;
+		}
+		if (fs->sb.tree_height != level + 1) {
+			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+			ctx.block = fs->sb.sb_block;
+			ctx.expected = (uint64_t)level + 1;
+			ctx.found = fs->sb.tree_height;
+			problem_report(c->rep, PR_SB_TREE_HEIGHT_WRONG, &ctx);
+		}
+	} else if (level != want_level) {
+		report_node(w, PR_NODE_BAD_LEVEL, blk, parent, (uint64_t)want_level, (uint64_t)level, NULL);
+		return RFS_OK;
+	}
+	w->cur_block = blk;
+	rfs_status vs = level == RFS_LEVEL_LEAF ? rfs_leaf_validate(node, fs->bs, relay_fault, w)
+						 : rfs_internal_validate(node, fs->bs, relay_fault, w);
+	if (vs) {
+		c->bad_nodes++;
+		w->resync = true;
+		return RFS_OK;
+	}
+	if (want_level != 0) {
+		uint32_t used = fs->bs - RFS_BLKH_SIZE - bh.free_space;
+		if (dc_size != used) {
+			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+			ctx.block = parent;
+			ctx.block2 = blk;
+			ctx.item = child_index;
+			ctx.expected = used;
+			ctx.found = dc_size;
+			problem_report(c->rep, PR_INTERNAL_DC_SIZE, &ctx);
+		}
+	}
+	if (level == RFS_LEVEL_LEAF) {
+		c->stats.leaves++;
+		struct rfs_item_head first, last;
+		rfs_leaf_item_head(node, 0, &first);
+		rfs_leaf_item_head(node, bh.nr_items - 1, &last);
+		if (left && rfs_key_cmp(&first.key, left) != 0)
+			report_delim(w, PR_NODE_DELIM_LEFT, blk, parent, &first.key);
+		if (right && rfs_key_cmp(&last.key, right) >= 0)
+			report_delim(w, PR_NODE_DELIM_RIGHT, blk, parent, &last.key);
+		return check_leaf_items(w, blk, node);
+	}
+	c->stats.internal_nodes++;
+	struct rfs_key k0, kn;
+	if (bh.nr_items > 0) {
+		rfs_internal_key(node, 0, &k0);
+		rfs_internal_key(node, bh.nr_items - 1, &kn);
+		if (left && rfs_key_cmp(&k0, left) <= 0)
+			report_delim(w, PR_NODE_DELIM_LEFT, blk, parent, &k0);
+		if (right && rfs_key_cmp(&kn, right) >= 0)
+			report_delim(w, PR_NODE_DELIM_RIGHT, blk, parent, &kn);
+	}
+	for (int i = 0; i <= bh.nr_items; i++) {
+		struct rfs_key lk, rk;
+		const struct rfs_key *l = left, *r = right;
+		if (i > 0) {
+			rfs_internal_key(node, i - 1, &lk);
+			l = &lk;
+		}
+		if (i < bh.nr_items) {
+			rfs_internal_key(node, i, &rk);
+			r = &rk;
+		}
+		struct rfs_disk_child dc;
+		rfs_internal_child(node, bh.nr_items, i, &dc);
+		rfs_status st = walk_node(w, depth + 1, dc.block, level - 1, l, r, blk, i, dc.size);
+		if (st)
+			return st;
+		if (rfs_reporter_exhausted(c->rep))
+			break;
+	}
+	return RFS_OK;
+}
+
+rfs_status check_pass_tree(struct rfs_check *c, struct rfs_error *err)
+{
+	struct walk w = { .c = c };
+	rfs_status st = RFS_OK;
+	claim_metadata(c);
+	for (int i = 0; i <= RFS_MAX_HEIGHT; i++) {
+		w.buf[i] = malloc(c->fs->bs);
+		if (!w.buf[i]) {
+			st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "tree walk buffers");
+			goto out;
+		}
+	}
+	st = walk_node(&w, 0, c->fs->sb.root_block, 0, NULL, NULL, RFS_NO_BLOCK, -1, 0);
+	if (st)
+		rfs_error_set(err, st, RFS_NO_BLOCK, "tree walk");
+	c->stats.blocks_claimed = rfs_bitmap_count(&c->claimed);
+out:
+	for (int i = 0; i <= RFS_MAX_HEIGHT; i++)
+		free(w.buf[i]);
+	return st;
+}

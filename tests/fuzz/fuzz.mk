@@ -1,0 +1,139 @@
+# tests/fuzz/fuzz.mk - libFuzzer harnesses (included from the top Makefile).
+#
+#   make fuzz           build every harness with clang + libFuzzer + ASan/UBSan,
+#                       make the seed corpora, run each harness FUZZ_SECONDS
+#                       (one at a time), copy any crash into tests/fuzz/regressions/
+#   make fuzz-build     only build build/fuzz/fuzz_<target>
+#   make fuzz-seeds     only (re)make build/fuzz/seeds/ from the public corpus
+#   make fuzz-regress   replay tests/fuzz/regressions/<target>/* through the
+#                       harnesses built with $(CC) + ASan/UBSan and a plain main()
+#                       (no clang needed; this is the one for `make test`)
+#   make fuzz-one FUZZ_TARGET=leaf   run one harness
+#
+# Variables: FUZZ_SECONDS (per harness, default 60), FUZZ_TARGETS, FUZZ_CC,
+# FUZZ_PUBLIC (the public corpus), FUZZ_ARGS (extra libFuzzer flags).
+
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_PUBLIC  ?= $(abspath ../shared/corpus-public)
+FUZZ_ARGS    ?=
+FUZZ_TARGETS ?= super leaf internal dir stat journal hash image
+
+FUZZ_DIR     := build/fuzz
+FUZZ_SA_DIR  := build/fuzz-standalone
+FUZZ_REG_DIR := tests/fuzz/regressions
+FUZZ_PKGS    := sqlite3 libmagic jansson
+FUZZ_LIBS    := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lpthread -lm
+FUZZ_WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+                -Wformat=2 -Wno-format-nonliteral -Wvla
+FUZZ_BASE    := -std=c17 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude $(FUZZ_WARN) \
+                $(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null) \
+                -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -DRFS_TEST_BUILD
+# Library objects get coverage instrumentation without libFuzzer's main().
+FUZZ_LIB_FLAGS := $(FUZZ_BASE) -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_BIN_FLAGS := $(FUZZ_BASE) -fsanitize=fuzzer,address,undefined
+FUZZ_SA_FLAGS  := $(FUZZ_BASE) -fsanitize=address,undefined
+
+FUZZ_LIB_SRC := $(filter-out src/main.c,$(sort $(wildcard src/*.c)))
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_HDRS    := $(wildcard include/rfs/*.h src/*.h)
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_SA_BINS := $(FUZZ_TARGETS:%=$(FUZZ_SA_DIR)/fuzz_%)
+FUZZ_SEEDS   := $(FUZZ_DIR)/seeds/.stamp
+
+# The standalone (no clang) build links the ASan library of the top Makefile.
+FUZZ_ASAN_LIB ?= build/asan/librfs.a
+
+.PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress fuzz-one fuzz-run-one fuzz-clean
+
+fuzz-build: $(FUZZ_BINS)
+
+$(FUZZ_DIR)/librfs.a: $(FUZZ_LIB_OBJ)
+	rm -f $@; ar rcs $@ $^
+
+$(FUZZ_DIR)/src/%.o: src/%.c $(FUZZ_HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/librfs.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_BIN_FLAGS) -o $@ $< $(FUZZ_DIR)/librfs.a $(FUZZ_LIBS)
+
+$(FUZZ_SA_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone_main.c $(FUZZ_ASAN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_SA_FLAGS) -o $@ $< tests/fuzz/standalone_main.c $(FUZZ_ASAN_LIB) $(FUZZ_LIBS)
+
+fuzz-seeds: $(FUZZ_SEEDS)
+
+$(FUZZ_SEEDS): tests/fuzz/make_seeds.py
+	@mkdir -p $(dir $@)
+	python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds $(FUZZ_PUBLIC)
+	@touch $@
+
+# Runs harness $(1) for FUZZ_SECONDS; on a finding, files every artifact as
+# tests/fuzz/regressions/$(1)/<name> with <name>.txt (provenance, habit 17).
+define fuzz_run
+	@mkdir -p $(FUZZ_DIR)/corpus/$(1) $(FUZZ_DIR)/artifacts/$(1) $(FUZZ_DIR)/logs
+	@rm -f $(FUZZ_DIR)/artifacts/$(1)/*
+	@cmd="$(FUZZ_DIR)/fuzz_$(1) -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+-rss_limit_mb=2048 -print_final_stats=1 -dict=$(FUZZ_DIR)/seeds/reiserfs.dict \
+-artifact_prefix=$(FUZZ_DIR)/artifacts/$(1)/ $(FUZZ_ARGS) \
+$(FUZZ_DIR)/corpus/$(1) $(FUZZ_DIR)/seeds/$(1)"; \
+	echo "== fuzz $(1): $$cmd"; \
+	$$cmd > $(FUZZ_DIR)/logs/$(1).log 2>&1; rc=$$?; \
+	grep -E '^#[0-9]+ +(DONE|INITED)|^stat::|SUMMARY|ERROR' $(FUZZ_DIR)/logs/$(1).log | tail -n 12; \
+	found=0; \
+	for a in $(FUZZ_DIR)/artifacts/$(1)/*; do \
+	  [ -f "$$a" ] || continue; found=1; \
+	  mkdir -p $(FUZZ_REG_DIR)/$(1); \
+	  name=$$(basename "$$a"); cp "$$a" $(FUZZ_REG_DIR)/$(1)/$$name; \
+	  { echo "harness:  fuzz_$(1) (tests/fuzz/fuzz_$(1).c)"; \
+	    echo "found:    $$(date -u '+%Y-%m-%d %H:%M UTC') by make fuzz (libFuzzer, clang $$($(FUZZ_CC) -dumpversion))"; \
+	    echo "command:  $$cmd"; \
+	    echo "replay:   make fuzz-regress   or   $(FUZZ_DIR)/fuzz_$(1) $(FUZZ_REG_DIR)/$(1)/$$name"; \
+	    echo "status:   open (remove this line when src/ is fixed)"; \
+	    echo "what it broke (first report lines of the log):"; \
+	    grep -E 'ERROR|SUMMARY|contract violated|#[0-9]+ 0x[0-9a-f]+ in ' $(FUZZ_DIR)/logs/$(1).log | head -n 14 | sed 's/^/  /'; \
+	  } > $(FUZZ_REG_DIR)/$(1)/$$name.txt; \
+	  echo "== fuzz $(1): FINDING filed as $(FUZZ_REG_DIR)/$(1)/$$name (+ .txt)"; \
+	done; \
+	if [ $$rc -ne 0 ] || [ $$found -ne 0 ]; then echo "== fuzz $(1): FAILED (rc $$rc), log $(FUZZ_DIR)/logs/$(1).log"; \
+	  echo $(1) >> $(FUZZ_DIR)/failed; fi
+endef
+
+fuzz: fuzz-build fuzz-seeds
+	@rm -f $(FUZZ_DIR)/failed
+	@for t in $(FUZZ_TARGETS); do \
+	  $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) fuzz-run-one FUZZ_TARGET=$$t; \
+	done
+	@if [ -s $(FUZZ_DIR)/failed ]; then echo "fuzz: findings in: $$(tr '\n' ' ' < $(FUZZ_DIR)/failed)"; exit 1; fi
+	@echo "fuzz: no findings in $(FUZZ_SECONDS) s per harness"
+
+FUZZ_TARGET ?= leaf
+fuzz-one: $(FUZZ_DIR)/fuzz_$(FUZZ_TARGET) fuzz-seeds
+	@rm -f $(FUZZ_DIR)/failed
+	@$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) fuzz-run-one
+	@if [ -s $(FUZZ_DIR)/failed ]; then exit 1; fi
+
+fuzz-run-one:
+	$(call fuzz_run,$(FUZZ_TARGET))
+
+# Every reproducer must have its .txt; each runs in its own process so one
+# finding does not hide another.
+fuzz-regress: $(FUZZ_SA_BINS)
+	@fail=0; n=0; \
+	for t in $(FUZZ_TARGETS); do \
+	  d=$(FUZZ_REG_DIR)/$$t; [ -d $$d ] || continue; \
+	  for f in $$(find $$d -type f ! -name '*.txt' | sort); do \
+	    n=$$((n + 1)); \
+	    if [ ! -f "$$f.txt" ]; then echo "fuzz-regress: $$f has no $$f.txt (provenance)"; fail=$$((fail + 1)); continue; fi; \
+	    if ASAN_OPTIONS=handle_abort=1:$$ASAN_OPTIONS $(FUZZ_SA_DIR)/fuzz_$$t "$$f" >/dev/null 2>$(FUZZ_SA_DIR)/last.err; then :; else \
+	      echo "fuzz-regress: FAIL fuzz_$$t $$f (see $$f.txt)"; \
+	      grep -E 'ERROR|SUMMARY|TIMEOUT|violated|#[0-9]+ .* (src|tests)/' $(FUZZ_SA_DIR)/last.err | head -n 8 | sed 's/^/  /'; \
+	      fail=$$((fail + 1)); fi; \
+	  done; \
+	done; \
+	echo "fuzz-regress: $$n reproducer(s), $$fail failed"; [ $$fail -eq 0 ]
+
+fuzz-clean:
+	rm -rf $(FUZZ_DIR) $(FUZZ_SA_DIR)
