@@ -92,7 +92,7 @@ integration: $(ASAN_DIR)/rfsck $(TOOL_BIN)
 	@RFSCK=$(CURDIR)/$(ASAN_DIR)/rfsck TOOLS=$(CURDIR)/$(ASAN_DIR)/tools \
 	  sh tests/run-integration.sh
 
-DEMO_IMAGE ?= corpus/demo/demo.img.xz
+DEMO_IMAGE ?= corpus/images/r36-features-r5.img.xz
 demo: deps
 	$(MAKE) rfsck
 	@sh tests/demo.sh ./rfsck $(DEMO_IMAGE)

@@ -33,11 +33,13 @@ rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err)
 	if (st)
 		return st;
 	for (unsigned i = 0; i < sizeof(check_passes) / sizeof(check_passes[0]); i++) {
+		rfs_progress_phase(&c->progress, check_passes[i].name, "", 0);
 		st = check_passes[i].run(c, err);
 		if (st)
 			return st;
 		if (rfs_reporter_exhausted(c->rep))
 			break;
 	}
+	rfs_progress_done(&c->progress);
 	return RFS_OK;
 }

@@ -19,6 +19,7 @@
 #include "rfs/bitmap.h"
 #include "rfs/fs.h"
 #include "rfs/objtab.h"
+#include "rfs/progress.h"
 #include "rfs/report.h"
 
 struct rfs_check_stats {
@@ -36,6 +37,7 @@ struct rfs_check {
 	uint64_t bad_nodes;             /* subtrees skipped */
 	bool hash_trusted;              /* hash self-test passed and a hash is known */
 	bool skipped_semantic;
+	struct rfs_progress progress;
 	struct rfs_fault sb_faults[32]; /* found while opening, reported by pass super */
 	int n_sb_faults;
 };

@@ -33,6 +33,7 @@ struct walk {
 	uint64_t next_off;              /* expected key offset of the next body item */
 	bool resync;                    /* a subtree was skipped: don't judge the next object's start */
 	uint64_t cur_block;             /* for the fault relay */
+	uint64_t nodes;                 /* tree nodes read, for progress */
 };
 
 static void relay_fault(void *ctx, const struct rfs_fault *f)
@@ -317,6 +318,8 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 		return RFS_OK;
 	}
 	rfs_bitmap_set(&c->claimed, blk);
+	w->nodes++;
+	rfs_progress_update(&c->progress, w->nodes);
 	uint8_t *node = w->buf[depth];
 	struct rfs_error e;
 	rfs_error_clear(&e);
@@ -415,6 +418,10 @@ rfs_status check_pass_tree(struct rfs_check *c, struct rfs_error *err)
 	struct walk w = { .c = c };
 	rfs_status st = RFS_OK;
 	claim_metadata(c);
+	/* Progress counts tree nodes; about one block in 60 of the used ones. */
+	uint64_t used = c->fs->sb.block_count > c->fs->sb.free_blocks
+		? c->fs->sb.block_count - c->fs->sb.free_blocks : 0;
+	rfs_progress_phase(&c->progress, "checking the tree", "nodes", used / 60 + 1);
 	for (int i = 0; i <= RFS_MAX_HEIGHT; i++) {
 		w.buf[i] = malloc(c->fs->bs);
 		if (!w.buf[i]) {

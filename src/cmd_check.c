@@ -86,6 +86,7 @@ int cmd_check(int argc, char **argv)
 		rfs_error_set(&err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
 		return cli_fail("check", &err);
 	}
+	rfs_progress_init(&c.progress, co.progress != 0, co.quiet || co.json);
 	int rc;
 	if (cli_open_readonly(image, &co, true, check_collect_sb_fault, &c, &c.fs, &err)) {
 		rc = cli_fail("check", &err);

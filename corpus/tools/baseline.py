@@ -99,6 +99,22 @@ def run_case(c, outdir, imgdir):
     return rec
 
 
+def inner_injection(rec, outdir, imgdir):
+    """For nested images: how many result entries (foreign or in lost+found)
+    carry the content of a file of the INNER image (by sha256)."""
+    side = os.path.join(imgdir, rec["image"] + ".nested.json")
+    km = os.path.join(outdir, rec["case"], "fixed.kernel.manifest.jsonl")
+    if not (os.path.exists(side) and os.path.exists(km)):
+        return None
+    with open(side) as f:
+        inner = json.load(f)["inner_manifest"]
+    isha = {e["sha256"] for e in inner if e["type"] == "file"}
+    truth = {e["path_hex"] for e in rcorpus.read_manifest(os.path.join(imgdir, rec["image"] + ".manifest.jsonl"))}
+    res = [e for e in rcorpus.read_manifest(km) if e["path_hex"] not in truth]
+    hits = [e for e in res if e.get("sha256") in isha]
+    return {"inner_files": len(isha), "new_entries": len(res), "new_files_with_inner_content": len(hits)}
+
+
 def table(recs):
     rows = ["| image | damage (seed) | reiserfsck mode / exit | kernel before repair: intact/corr/miss | "
             "after: kernel mount | truth | intact | corrupted | missing | foreign | lost+found (recovered) |",
@@ -111,6 +127,10 @@ def table(recs):
             sd["intact"], sd["corrupted"], sd["missing"], r["fixed_kernel_status"], sf["truth_entries"],
             sf["intact"], sf["corrupted"], sf["missing"], sf["foreign"], sf["lost_found"],
             sf["lost_found_recovered"]))
+    for r in recs:
+        if r.get("inner_injection"):
+            rows.append("")
+            rows.append("%s / %s: %s" % (r["image"], r["damage"], json.dumps(r["inner_injection"])))
     return "\n".join(rows) + "\n"
 
 
@@ -146,6 +166,10 @@ def main():
             except Exception as e:  # noqa: BLE001
                 print("baseline: %s FAILED: %r" % (futs[f], e), file=sys.stderr)
     ordered = [recs[case_id(c)] for c in CASES if case_id(c) in recs]
+    for r in ordered:
+        inj = inner_injection(r, outdir, a.images)
+        if inj:
+            r["inner_injection"] = inj
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(ordered, f, indent=1)
     with open(os.path.join(outdir, "table.md"), "w") as f:

@@ -52,6 +52,18 @@ def main():
         sys.stderr.write(r.stderr.decode(errors="replace"))
         raise SystemExit("rfsck ls failed with exit %d" % r.returncode)
     entries = json.loads(r.stdout)["entries"]
+    problems = 0
+    # info: GRUB's probe must see ReiserFS with the same UUID (3.6 only: GRUB
+    # reads 3.5's UUID bytes from the objectid map area).
+    info = json.loads(subprocess.run([rfsck, "info", "--json", image], stdout=subprocess.PIPE,
+                                     check=True, timeout=60).stdout)
+    probe = grub(image, "ls", "(loop0)").decode(errors="replace")
+    if "Filesystem type reiserfs" not in probe:
+        problems += 1
+        print("grub does not see ReiserFS: %r" % probe)
+    if info["format"] == "3.6" and "UUID " + info["uuid"] not in probe:
+        problems += 1
+        print("UUID differs: rfsck %s, grub %r" % (info["uuid"], probe.strip()))
     dirs = {b"": {}}
     files = []
     for e in entries:
@@ -62,7 +74,6 @@ def main():
             dirs.setdefault(path, {})
         if e["type"] == "file":
             files.append((path, e))
-    problems = 0
     hidden = lambda p: any(c.startswith(b".") for c in p.split(b"/") if c)
     for d, children in sorted(dirs.items()):
         if hidden(d):
