@@ -41,5 +41,6 @@ rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err)
 			break;
 	}
 	rfs_progress_done(&c->progress);
-	return RFS_OK;
+	/* The superblock collects repairs from several passes; written once. */
+	return repair_sb_commit(c, err);
 }

@@ -20,6 +20,7 @@
 #include "rfs/fs.h"
 #include "rfs/objtab.h"
 #include "rfs/progress.h"
+#include "rfs/u64set.h"
 #include "rfs/report.h"
 
 struct rfs_check_stats {
@@ -38,6 +39,14 @@ struct rfs_check {
 	bool hash_trusted;              /* hash self-test passed and a hash is known */
 	bool skipped_semantic;
 	struct rfs_progress progress;
+	uint8_t *sb_buf;                /* superblock block being repaired (lazy) */
+	bool sb_dirty;
+	uint64_t blocks_written;        /* by repairs (overlay writes in --dry-run) */
+	struct u64set written;          /* which blocks repairs wrote */
+	/* repairs asked for by one pass and made by a later one */
+	uint32_t oid_rebuild_pending;   /* SB_BAD_OID_MAP_SIZE answers to mark fixed */
+	uint32_t free_count_pending;    /* SB_FREE_EXCEEDS_COUNT answers to mark fixed */
+	uint32_t bitmap_fixes[4];       /* per bitmap problem code, see check_bitmap.c */
 	struct rfs_fault sb_faults[32]; /* found while opening, reported by pass super */
 	int n_sb_faults;
 };
@@ -56,6 +65,25 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err);
 /* Runs every pass in order.  Returns an operational failure only (I/O on the
  * device as a whole, memory); findings go to the reporter. */
 rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err);
+
+/* Repairs (src/repair.c).  Only called after problem_report() said "fix".
+ * The superblock block is edited in memory and written once, at the end of
+ * the run, so that passes can each change their own fields of it. */
+rfs_status repair_write(struct rfs_check *c, uint64_t blk, const void *buf,
+			struct rfs_error *err);
+rfs_status repair_sb(struct rfs_check *c, uint8_t **sb, struct rfs_error *err);
+rfs_status repair_sb_commit(struct rfs_check *c, struct rfs_error *err);
+/* Sets a stat data field of (dir_id, objectid), found through cur. */
+enum repair_sd_field { SD_FIELD_SIZE, SD_FIELD_NLINK, SD_FIELD_BLOCKS };
+struct rfs_cursor;
+rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
+			     uint32_t objectid, enum repair_sd_field field, uint64_t value,
+			     struct rfs_error *err);
+
+/* Points the entry with deh_offset (1 ".", 2 "..") of a directory at a target. */
+rfs_status repair_dot_entry(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
+			    uint32_t objectid, uint32_t deh_offset, uint32_t to_dir_id,
+			    uint32_t to_objectid, struct rfs_error *err);
 
 /* Name of pass i for banners and JSON, NULL past the last. */
 const char *rfs_check_pass_name(unsigned i);

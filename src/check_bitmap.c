@@ -10,6 +10,25 @@
  */
 #include "check.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "rfs/bytes.h"
+
+/* "fix" answers for bitmap problems (counted in c->bitmap_fixes), made all
+ * at once by rewriting the bitmaps. */
+static const enum rfs_problem_code bitmap_codes[4] = {
+	PR_BITMAP_USED_MARKED_FREE, PR_BITMAP_LEAKED_BLOCK, PR_BITMAP_TAIL_BITS,
+	PR_BITMAP_READ_ERROR,
+};
+
+static void note_fix(struct rfs_check *c, enum rfs_problem_code code)
+{
+	for (int i = 0; i < 4; i++)
+		if (bitmap_codes[i] == code)
+			c->bitmap_fixes[i]++;
+}
+
 static void report_run(struct rfs_check *c, enum rfs_problem_code code, uint64_t first,
 		       uint64_t end)
 {
@@ -17,7 +36,8 @@ static void report_run(struct rfs_check *c, enum rfs_problem_code code, uint64_t
 	ctx.block = first;
 	ctx.block2 = end - 1;
 	ctx.found = end - first;
-	problem_report(c->rep, code, &ctx);
+	if (problem_report(c->rep, code, &ctx))
+		note_fix(c, code);
 }
 
 static void unreadable(void *ctx, uint32_t index, uint64_t block, const struct rfs_error *e)
@@ -29,7 +49,31 @@ static void unreadable(void *ctx, uint32_t index, uint64_t block, const struct r
 	struct rfs_problem_ctx pc = rfs_problem_ctx_none();
 	pc.block = block;
 	pc.detail = line;
-	problem_report(c->rep, PR_BITMAP_READ_ERROR, &pc);
+	if (problem_report(c->rep, PR_BITMAP_READ_ERROR, &pc))
+		note_fix(c, PR_BITMAP_READ_ERROR);
+}
+
+/* Writes every bitmap block from the blocks found in use; bits past the last
+ * block are set, as the format requires. */
+static rfs_status rewrite_bitmaps(struct rfs_check *c, struct rfs_error *err)
+{
+	struct rfs_fs *fs = c->fs;
+	uint64_t per = (uint64_t)fs->bs * 8;
+	uint8_t *buf = malloc(fs->bs);
+	if (!buf)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "bitmap rewrite");
+	rfs_status st = RFS_OK;
+	for (uint32_t i = 0; i < fs->sb.bmap_count && !st; i++) {
+		memset(buf, 0, fs->bs);
+		for (uint64_t j = 0; j < per; j++) {
+			uint64_t b = (uint64_t)i * per + j;
+			if (b >= fs->sb.block_count || rfs_bitmap_test(&c->claimed, b))
+				buf[j >> 3] |= (uint8_t)(1u << (j & 7));
+		}
+		st = repair_write(c, rfs_bitmap_block(&fs->sb, i), buf, err);
+	}
+	free(buf);
+	return st;
 }
 
 rfs_status check_pass_bitmap(struct rfs_check *c, struct rfs_error *err)
@@ -68,17 +112,40 @@ rfs_status check_pass_bitmap(struct rfs_check *c, struct rfs_error *err)
 		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 		ctx.block = rfs_bitmap_block(&fs->sb, fs->sb.bmap_count - 1);
 		ctx.found = tail_clear;
-		problem_report(c->rep, PR_BITMAP_TAIL_BITS, &ctx);
+		if (problem_report(c->rep, PR_BITMAP_TAIL_BITS, &ctx))
+			note_fix(c, PR_BITMAP_TAIL_BITS);
+	}
+	uint32_t *n = c->bitmap_fixes;
+	if (n[0] + n[1] + n[2] + n[3]) {
+		st = rewrite_bitmaps(c, err);
+		if (st)
+			goto out;
+		for (int i = 0; i < 4; i++)
+			for (; n[i]; n[i]--)
+				problem_fixed(c->rep, bitmap_codes[i]);
 	}
 	if (!c->bad_nodes) {
 		uint64_t beyond = fs->sb.block_count - c->claimed.nbits;
 		uint64_t free_blocks = fs->sb.block_count - rfs_bitmap_count(&c->claimed) - beyond;
+		bool set = c->free_count_pending > 0;
 		if (fs->sb.free_blocks != free_blocks) {
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 			ctx.block = fs->sb.sb_block;
 			ctx.expected = free_blocks;
 			ctx.found = fs->sb.free_blocks;
-			problem_report(c->rep, PR_BITMAP_FREE_COUNT, &ctx);
+			if (problem_report(c->rep, PR_BITMAP_FREE_COUNT, &ctx)) {
+				set = true;
+				problem_fixed(c->rep, PR_BITMAP_FREE_COUNT);
+			}
+		}
+		if (set) {
+			uint8_t *sb;
+			st = repair_sb(c, &sb, err);
+			if (st)
+				goto out;
+			le32_put(sb, SB_FREE_BLOCKS, (uint32_t)free_blocks);
+			for (; c->free_count_pending; c->free_count_pending--)
+				problem_fixed(c->rep, PR_SB_FREE_EXCEEDS_COUNT);
 		}
 	}
 out:

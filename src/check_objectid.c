@@ -9,8 +9,74 @@
 #include "check.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rfs/bytes.h"
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Rewrites the map from the objectids in use: 1 (the root's virtual parent)
+ * and every object with a stat data, as runs [start, end).  When the runs do
+ * not fit the map's capacity, the smallest gaps are merged (marking a few
+ * unused ids used, which only wastes them). */
+static rfs_status rebuild_map(struct rfs_check *c, struct rfs_error *err)
+{
+	const struct rfs_super *sb = &c->fs->sb;
+	size_t n = 1;
+	uint32_t *ids = malloc((c->objects.count + 2) * sizeof(*ids));
+	if (!ids)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "objectid map");
+	ids[0] = RFS_ROOT_PARENT_OBJECTID;
+	for (size_t i = 0; i < c->objects.cap; i++)
+		if (c->objects.slots[i].flags & RFS_OBJ_HAS_SD)
+			ids[n++] = c->objects.slots[i].objectid;
+	qsort(ids, n, sizeof(*ids), cmp_u32);
+	/* runs as boundary pairs, written in place over ids (never longer) */
+	uint32_t cap = (c->fs->bs - sb->sb_size) / 4;
+	if (sb->oid_maxsize && sb->oid_maxsize < cap)
+		cap = sb->oid_maxsize;
+	cap &= ~1u;
+	uint32_t *map = malloc((2 * n + 2) * sizeof(*map));
+	if (!map) {
+		free(ids);
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "objectid map");
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && ids[i] <= map[m - 1]) {
+			if (ids[i] == map[m - 1] && ids[i] != UINT32_MAX)
+				map[m - 1] = ids[i] + 1;
+			continue;
+		}
+		map[m++] = ids[i];
+		map[m++] = ids[i] == UINT32_MAX ? UINT32_MAX : ids[i] + 1;
+	}
+	while (m > cap && m >= 4) {
+		/* merge the smallest gap map[2k+1] .. map[2k+2] */
+		size_t best = 1;
+		for (size_t k = 1; k + 1 < m; k += 2)
+			if (map[k + 1] - map[k] < map[best + 1] - map[best])
+				best = k;
+		memmove(&map[best], &map[best + 2], (m - best - 2) * sizeof(*map));
+		m -= 2;
+	}
+	uint8_t *raw;
+	rfs_status st = repair_sb(c, &raw, err);
+	if (!st) {
+		for (size_t i = 0; i < m; i++)
+			le32_put(raw, sb->sb_size + 4 * i, map[i]);
+		le16_put(raw, SB_OID_CURSIZE, (uint16_t)m);
+		if (!sb->oid_maxsize || sb->oid_maxsize > (c->fs->bs - sb->sb_size) / 4)
+			le16_put(raw, SB_OID_MAXSIZE, (uint16_t)(((c->fs->bs - sb->sb_size) / 4) & ~1u));
+	}
+	free(ids);
+	free(map);
+	return st;
+}
 
 static bool oid_used(const uint32_t *map, uint32_t n, uint32_t x)
 {
@@ -45,7 +111,8 @@ rfs_status check_pass_objectid(struct rfs_check *c, struct rfs_error *err)
 	st = rfs_dev_read_block(fs->dev, sb->sb_block, raw, err);
 	if (st)
 		goto out;
-	bool sorted = true;
+	bool sorted = true, rebuild = c->oid_rebuild_pending > 0;
+	uint32_t fixed_unsorted = 0, fixed_free = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t off = (size_t)in_block + sb->sb_size + 4 * (size_t)i;
 		map[i] = off + 4 <= fs->bs ? le32_at(raw, off) : UINT32_MAX;
@@ -54,11 +121,14 @@ rfs_status check_pass_objectid(struct rfs_check *c, struct rfs_error *err)
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 			ctx.block = sb->sb_block;
 			ctx.item = (int)i;
-			problem_report(c->rep, PR_SB_OID_MAP_UNSORTED, &ctx);
+			if (problem_report(c->rep, PR_SB_OID_MAP_UNSORTED, &ctx)) {
+				rebuild = true;
+				fixed_unsorted++;
+			}
 		}
 	}
 	if (!sorted)
-		goto out;   /* membership is meaningless in an unsorted map */
+		goto repair;   /* membership is meaningless in an unsorted map */
 	for (size_t i = 0; i < c->objects.cap; i++) {
 		const struct rfs_objinfo *o = &c->objects.slots[i];
 		if (!(o->flags & RFS_OBJ_HAS_SD) || oid_used(map, n, o->objectid))
@@ -67,7 +137,22 @@ rfs_status check_pass_objectid(struct rfs_check *c, struct rfs_error *err)
 		ctx.has_key = true;
 		ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
 		ctx.found = o->objectid;
-		problem_report(c->rep, PR_STAT_OBJECTID_FREE, &ctx);
+		if (problem_report(c->rep, PR_STAT_OBJECTID_FREE, &ctx)) {
+			rebuild = true;
+			fixed_free++;
+		}
+	}
+repair:
+	if (rebuild && !c->bad_nodes) {
+		st = rebuild_map(c, err);
+		if (st)
+			goto out;
+		for (; fixed_unsorted; fixed_unsorted--)
+			problem_fixed(c->rep, PR_SB_OID_MAP_UNSORTED);
+		for (; fixed_free; fixed_free--)
+			problem_fixed(c->rep, PR_STAT_OBJECTID_FREE);
+		for (; c->oid_rebuild_pending; c->oid_rebuild_pending--)
+			problem_fixed(c->rep, PR_SB_BAD_OID_MAP_SIZE);
 	}
 out:
 	free(raw);

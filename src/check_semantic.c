@@ -73,7 +73,8 @@ struct sem {
 	int depth;
 };
 
-static void report_at(struct sem *s, enum rfs_problem_code code, uint32_t d, uint32_t o,
+/* Reports a problem at the current path; true = repair it now. */
+static bool report_at(struct sem *s, enum rfs_problem_code code, uint32_t d, uint32_t o,
 		      uint64_t expected, uint64_t found)
 {
 	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
@@ -82,24 +83,40 @@ static void report_at(struct sem *s, enum rfs_problem_code code, uint32_t d, uin
 	ctx.key = (struct rfs_key){ d, o, 0, RFS_TYPE_STAT };
 	ctx.expected = expected;
 	ctx.found = found;
-	problem_report(s->c->rep, code, &ctx);
+	return problem_report(s->c->rep, code, &ctx);
+}
+
+/* Sets a stat data field after a "fix" answer; a failed repair leaves the
+ * problem counted as unfixed, but an operational error stops the run. */
+static rfs_status fix_stat(struct sem *s, enum rfs_problem_code code, uint32_t d, uint32_t o,
+			   enum repair_sd_field field, uint64_t value)
+{
+	struct rfs_error e;
+	rfs_error_clear(&e);
+	rfs_status st = repair_stat_field(s->c, &s->cur, d, o, field, value, &e);
+	if (st == RFS_OK)
+		problem_fixed(s->c->rep, code);
+	return st == RFS_ERR_NOT_FOUND || st == RFS_ERR_CORRUPT ? RFS_OK : st;
 }
 
 /* Size checks of a regular file or symlink, at the path that first reaches it. */
-static void check_file_size(struct sem *s, const struct rfs_objinfo *o)
+static rfs_status check_file_size(struct sem *s, const struct rfs_objinfo *o)
 {
 	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
-		return;
+		return RFS_OK;
 	enum rfs_file_type t = rfs_mode_type(o->mode);
 	if (t != RFS_FT_REG && t != RFS_FT_LNK)
-		return;
+		return RFS_OK;
 	/* The items may end up to one block past the size (last block partly
 	 * used), or up to 7 bytes past it for a padded 3.6 tail; a size beyond
 	 * the items is a sparse end and allowed. */
 	uint64_t slack = (o->flags & RFS_OBJ_HAS_DIRECT) ? (o->sd_version == 2 ? 7 : 0)
 							  : s->c->fs->bs - 1;
-	if (o->body_end > o->size + slack)
-		report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size);
+	if (o->body_end > o->size + slack &&
+	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size))
+		return fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, SD_FIELD_SIZE,
+				o->body_end);
+	return RFS_OK;
 }
 
 static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t parent_d,
@@ -107,8 +124,13 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 {
 	struct rfs_check *c = s->c;
 	dir->flags |= RFS_OBJ_ENTERED;
-	if (dir->dir_bytes != dir->size)
-		report_at(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid, dir->dir_bytes, dir->size);
+	if (dir->dir_bytes != dir->size &&
+	    report_at(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid, dir->dir_bytes, dir->size)) {
+		rfs_status fs = fix_stat(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid,
+					 SD_FIELD_SIZE, dir->dir_bytes);
+		if (fs)
+			return fs;
+	}
 	if (++s->depth > RFS_PATH_MAX_DEPTH) {
 		s->depth--;
 		return RFS_OK;
@@ -132,14 +154,16 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 		struct ent *x = &e.v[i];
 		bool dot = x->len == 1 && x->name[0] == '.';
 		bool dotdot = x->len == 2 && x->name[0] == '.' && x->name[1] == '.';
-		if (dot) {
-			if (x->dir_id != dd || x->objectid != dobj)
-				report_at(s, PR_DOT_WRONG, x->dir_id, x->objectid, 0, 0);
-			continue;
-		}
-		if (dotdot) {
-			if (x->dir_id != parent_d || x->objectid != parent_o)
-				report_at(s, PR_DOTDOT_WRONG, x->dir_id, x->objectid, 0, 0);
+		if (dot || dotdot) {
+			uint32_t wd = dot ? dd : parent_d, wo = dot ? dobj : parent_o;
+			enum rfs_problem_code code = dot ? PR_DOT_WRONG : PR_DOTDOT_WRONG;
+			if ((x->dir_id != wd || x->objectid != wo) &&
+			    report_at(s, code, x->dir_id, x->objectid, 0, 0)) {
+				struct rfs_error re;
+				rfs_error_clear(&re);
+				if (repair_dot_entry(c, &s->cur, dd, dobj, x->offset, wd, wo, &re) == RFS_OK)
+					problem_fixed(c->rep, code);
+			}
 			continue;
 		}
 		sb_truncate(&s->path, base);
@@ -170,7 +194,9 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 			if (st)
 				break;
 		} else {
-			check_file_size(s, t);
+			st = check_file_size(s, t);
+			if (st)
+				break;
 		}
 	}
 	sb_truncate(&s->path, base);
@@ -188,10 +214,11 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
  * a regular file counts each non-zero pointer and its tail (if any) as one
  * block; directories and symlinks count their size rounded up; other 3.6
  * objects count nothing (3.5 devices keep rdev in that field). */
-static void check_blocks(struct rfs_check *c, const struct rfs_objinfo *o)
+static rfs_status check_blocks(struct sem *s, const struct rfs_objinfo *o)
 {
+	struct rfs_check *c = s->c;
 	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
-		return;
+		return RFS_OK;
 	uint64_t per = c->fs->bs / 512, want;
 	switch (rfs_mode_type(o->mode)) {
 	case RFS_FT_REG:
@@ -203,18 +230,20 @@ static void check_blocks(struct rfs_check *c, const struct rfs_objinfo *o)
 		break;
 	default:
 		if (o->sd_version == 1)
-			return;
+			return RFS_OK;
 		want = 0;
 		break;
 	}
 	if (want == o->blocks)
-		return;
+		return RFS_OK;
 	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 	ctx.has_key = true;
 	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
 	ctx.expected = want;
 	ctx.found = o->blocks;
-	problem_report(c->rep, PR_BLOCKS_WRONG, &ctx);
+	if (problem_report(c->rep, PR_BLOCKS_WRONG, &ctx))
+		return fix_stat(s, PR_BLOCKS_WRONG, o->dir_id, o->objectid, SD_FIELD_BLOCKS, want);
+	return RFS_OK;
 }
 
 rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
@@ -252,7 +281,8 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 				}
 				continue;
 			}
-			check_blocks(c, o);
+			if ((st = check_blocks(&s, o)))
+				break;
 			bool is_dir = rfs_mode_type(o->mode) == RFS_FT_DIR;
 			/* mkreiserfs gives the root one link more than other directories
 			 * (its ".." names the virtual object [0 1]); older versions did not. */
@@ -266,12 +296,15 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 				ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
 				ctx.expected = o->names;
 				ctx.found = o->nlink;
-				problem_report(c->rep, PR_NLINK_WRONG, &ctx);
+				if (problem_report(c->rep, PR_NLINK_WRONG, &ctx) &&
+				    (st = fix_stat(&s, PR_NLINK_WRONG, o->dir_id, o->objectid,
+						   SD_FIELD_NLINK, o->names)))
+					break;
 			}
 		}
-	} else {
-		rfs_error_set(err, st, RFS_NO_BLOCK, "namespace walk");
 	}
+	if (st)
+		rfs_error_set(err, st, RFS_NO_BLOCK, "namespace walk");
 	rfs_cursor_free(&s.cur);
 	sb_free(&s.path);
 	return st;

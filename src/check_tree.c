@@ -34,6 +34,9 @@ struct walk {
 	bool resync;                    /* a subtree was skipped: don't judge the next object's start */
 	uint64_t cur_block;             /* for the fault relay */
 	uint64_t nodes;                 /* tree nodes read, for progress */
+	bool dirty[RFS_MAX_HEIGHT + 1]; /* node at that depth was repaired in memory */
+	struct rfs_fault fixes[64];     /* "fix" answers for the node being validated */
+	int n_fixes;
 };
 
 static void relay_fault(void *ctx, const struct rfs_fault *f)
@@ -45,9 +48,41 @@ static void relay_fault(void *ctx, const struct rfs_fault *f)
 	pc.entry = f->entry;
 	pc.expected = f->expected;
 	pc.found = f->found;
-	problem_report(w->c->rep, f->code, &pc);
+	/* Repairs wait until validation of the node is over. */
+	if (problem_report(w->c->rep, f->code, &pc) &&
+	    w->n_fixes < (int)(sizeof(w->fixes) / sizeof(w->fixes[0])))
+		w->fixes[w->n_fixes++] = *f;
 }
 
+/* Applies the in-node repairs collected while validating node (valid now). */
+static void apply_node_fixes(struct walk *w, uint8_t *node, int depth)
+{
+	for (int i = 0; i < w->n_fixes; i++) {
+		const struct rfs_fault *f = &w->fixes[i];
+		uint8_t *ih = node + RFS_BLKH_SIZE + (size_t)(f->item > 0 ? f->item : 0) * RFS_IH_SIZE;
+		switch (f->code) {
+		case PR_LEAF_BAD_FREE_SPACE:
+		case PR_INTERNAL_BAD_FREE_SPACE:
+			le16_put(node, BLKH_FREE_SPACE, (uint16_t)f->expected);
+			break;
+		case PR_ITEM_FLAGS_SET:
+			le16_put(ih, IH_VERSION, le16_at(ih, IH_VERSION) & 0x0FFF);
+			break;
+		case PR_ITEM_BAD_KEY_FORMAT:
+			le16_put(ih, IH_VERSION, (uint16_t)f->expected);
+			break;
+		case PR_DIR_ENTRY_STATE:
+			le16_put(node + le16_at(ih, IH_LOCATION),
+				 (size_t)f->entry * RFS_DEH_SIZE + DEH_STATE, RFS_DEH_STATE_VISIBLE);
+			break;
+		default:
+			continue;
+		}
+		w->dirty[depth] = true;
+		problem_fixed(w->c->rep, f->code);
+	}
+	w->n_fixes = 0;
+}
 static void claim_metadata(struct rfs_check *c)
 {
 	const struct rfs_super *sb = &c->fs->sb;
@@ -140,7 +175,7 @@ static void check_body_offset(struct walk *w, uint64_t blk, int i, const struct 
 }
 
 static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
-			   const uint8_t *body)
+			   uint8_t *body, int depth)
 {
 	struct rfs_check *c = w->c;
 	const struct rfs_super *sb = &c->fs->sb;
@@ -169,7 +204,11 @@ static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs
 			ctx.key = ih->key;
 			ctx.found = p;
 			ctx.expected = sb->block_count;
-			problem_report(c->rep, code, &ctx);
+			if (problem_report(c->rep, code, &ctx)) {
+				le32_put(body, 4 * (size_t)j, 0);   /* the file gets a hole */
+				w->dirty[depth] = true;
+				problem_fixed(c->rep, code);
+			}
 			continue;
 		}
 		rfs_bitmap_set(&c->claimed, p);
@@ -209,7 +248,7 @@ static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs
 	}
 }
 
-static rfs_status check_leaf_items(struct walk *w, uint64_t blk, const uint8_t *leaf)
+static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, int depth)
 {
 	struct rfs_check *c = w->c;
 	struct rfs_block_head bh;
@@ -217,7 +256,7 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, const uint8_t *
 	for (int i = 0; i < bh.nr_items; i++) {
 		struct rfs_item_head ih;
 		rfs_leaf_item_head(leaf, i, &ih);
-		const uint8_t *body = leaf + ih.location;
+		uint8_t *body = leaf + ih.location;
 		c->stats.items++;
 		if (w->have_prev && i == 0 && rfs_key_cmp(&w->prev_key, &ih.key) >= 0) {
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
@@ -254,7 +293,7 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, const uint8_t *
 			break;
 		}
 		case RFS_TYPE_INDIRECT:
-			check_indirect(w, blk, i, &ih, body);
+			check_indirect(w, blk, i, &ih, body, depth);
 			break;
 		case RFS_TYPE_DIRECT:
 			check_body_offset(w, blk, i, &ih);
@@ -344,20 +383,31 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 			ctx.block = fs->sb.sb_block;
 			ctx.expected = (uint64_t)level + 1;
 			ctx.found = fs->sb.tree_height;
-			problem_report(c->rep, PR_SB_TREE_HEIGHT_WRONG, &ctx);
+			if (problem_report(c->rep, PR_SB_TREE_HEIGHT_WRONG, &ctx)) {
+				uint8_t *sb;
+				rfs_status st = repair_sb(c, &sb, NULL);
+				if (st)
+					return st;
+				le16_put(sb, SB_TREE_HEIGHT, (uint16_t)(level + 1));
+				problem_fixed(c->rep, PR_SB_TREE_HEIGHT_WRONG);
+			}
 		}
 	} else if (level != want_level) {
 		report_node(w, PR_NODE_BAD_LEVEL, blk, parent, (uint64_t)want_level, (uint64_t)level, NULL);
 		return RFS_OK;
 	}
 	w->cur_block = blk;
+	w->n_fixes = 0;
+	w->dirty[depth] = false;
 	rfs_status vs = level == RFS_LEVEL_LEAF ? rfs_leaf_validate(node, fs->bs, relay_fault, w)
 						 : rfs_internal_validate(node, fs->bs, relay_fault, w);
 	if (vs) {
 		c->bad_nodes++;
 		w->resync = true;
+		w->n_fixes = 0;
 		return RFS_OK;
 	}
+	apply_node_fixes(w, node, depth);
 	if (want_level != 0) {
 		uint32_t used = fs->bs - RFS_BLKH_SIZE - bh.free_space;
 		if (dc_size != used) {
@@ -367,7 +417,14 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 			ctx.item = child_index;
 			ctx.expected = used;
 			ctx.found = dc_size;
-			problem_report(c->rep, PR_INTERNAL_DC_SIZE, &ctx);
+			if (problem_report(c->rep, PR_INTERNAL_DC_SIZE, &ctx)) {
+				uint8_t *pn = w->buf[depth - 1];
+				size_t nr = le16_at(pn, BLKH_NR_ITEMS);
+				le16_put(pn, RFS_BLKH_SIZE + nr * RFS_KEY_SIZE +
+					 (size_t)child_index * RFS_DC_SIZE + DC_SIZE, (uint16_t)used);
+				w->dirty[depth - 1] = true;
+				problem_fixed(c->rep, PR_INTERNAL_DC_SIZE);
+			}
 		}
 	}
 	if (level == RFS_LEVEL_LEAF) {
@@ -379,7 +436,10 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 			report_delim(w, PR_NODE_DELIM_LEFT, blk, parent, &first.key);
 		if (right && rfs_key_cmp(&last.key, right) >= 0)
 			report_delim(w, PR_NODE_DELIM_RIGHT, blk, parent, &last.key);
-		return check_leaf_items(w, blk, node);
+		rfs_status ls = check_leaf_items(w, blk, node, depth);
+		if (!ls && w->dirty[depth])
+			ls = repair_write(c, blk, node, NULL);
+		return ls;
 	}
 	c->stats.internal_nodes++;
 	struct rfs_key k0, kn;
@@ -410,6 +470,8 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 		if (rfs_reporter_exhausted(c->rep))
 			break;
 	}
+	if (w->dirty[depth])
+		return repair_write(c, blk, node, NULL);
 	return RFS_OK;
 }
 

@@ -519,6 +519,22 @@ rfs_status rfs_dev_set_block_size(struct rfs_dev *dev, uint32_t bs, struct rfs_e
 	return cache_alloc(dev, err);
 }
 
+rfs_status rfs_dev_set_size(struct rfs_dev *dev, uint64_t size, struct rfs_error *err)
+{
+	if (!(dev->flags & RFS_DEV_CREATE) || dev->undo)
+		return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK,
+				     "only a device created for --output can be resized");
+	if (size > (uint64_t)INT64_MAX - dev->offset)
+		return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK, "size %llu is too large",
+				     (unsigned long long)size);
+	if (ftruncate(dev->fd, (off_t)(dev->offset + size)) != 0)
+		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "setting the size of the output");
+	dev->size = size;
+	/* Blocks past a shrunken end must not be served from the cache. */
+	memset(dev->cache_used, 0, (size_t)dev->cache_sets * CACHE_WAYS * sizeof(uint64_t));
+	return RFS_OK;
+}
+
 uint32_t rfs_dev_block_size(const struct rfs_dev *dev)
 {
 	return dev->bs;

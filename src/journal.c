@@ -139,6 +139,23 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 		if (js->header.params[i] != sbp[i])
 			js->header_matches_sb = false;
 
+	/* The newest transaction in the log, whatever the header says: a header
+	 * repair points just past it so that nothing stale is ever replayed. */
+	for (uint32_t off = 0; off < j.size;) {
+		struct trans t;
+		if (trans_at(&j, off, &t)) {
+			if (!js->have_newest || t.trans_id > js->newest_trans_id) {
+				js->have_newest = true;
+				js->newest_trans_id = t.trans_id;
+				js->newest_mount_id = t.mount_id;
+				js->newest_next_offset = (off + t.len + 2) % j.size;
+			}
+			off += t.len + 2;
+		} else {
+			off++;
+		}
+	}
+
 	/* A header that disagrees with the superblock is damaged (or belongs to
 	 * another journal); nothing it leads to can be trusted, so nothing is
 	 * replayed.  The kernel refuses such a relocated journal outright. */
@@ -201,6 +218,7 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 		if (replay)
 			js->replayed++;
 		off = (off + t.len + 2) % j.size;
+		js->next_offset = off;
 		walked += t.len + 2;
 	}
 out:

@@ -44,12 +44,20 @@ static const struct command commands[] = {
 	  "problems, 4 problems that need rebuild, 8 cannot check.\n"
 	  "  -v           list every problem (default: the first 5 of each code)\n"
 	  "  --json       one JSON object: verdict, exit, statistics, problems[]\n" },
+	{ "fix", cmd_fix,
+	  "fix [--dry-run | --yes] [--undo FILE | --no-undo] [--output NEW] [--json] IMAGE",
+	  "Repair the problems check marks fixable, and nothing else; when the tree\n"
+	  "needs a rebuild, repair nothing and exit 4.  Writes go through an undo log\n"
+	  "(default IMAGE.rfsck-undo; `rfsck undo` restores the image), or into a new\n"
+	  "sparse image (--output NEW, IMAGE untouched), or nowhere (--dry-run, which\n"
+	  "lists every repair and every block it would write).  Asks on a terminal;\n"
+	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n" },
 	{ "undo", cmd_undo, "undo [--dry-run] [--force] [--json] UNDOFILE IMAGE",
 	  "Restore the blocks saved in an undo file written by fix or rebuild.\n"
 	  "Refuses an undo file that does not verify or belongs to another image.\n" },
 };
 
-static const char *const planned[] = { "fix", "rebuild", "salvage" };
+static const char *const planned[] = { "rebuild", "salvage" };
 
 static void usage(FILE *out)
 {

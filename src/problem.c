@@ -7,10 +7,13 @@
 #include <string.h>
 
 #define P(code, grp, sev, msg, done, would) \
-	{ PR_##code, #code, RFS_PG_##grp, RFS_SEV_##sev, msg, done, would }
+	{ PR_##code, #code, RFS_PG_##grp, RFS_SEV_##sev, msg, done, would, false }
+/* A FIXABLE problem whose repair this version does not make yet. */
+#define PL(code, grp, sev, msg, done, would) \
+	{ PR_##code, #code, RFS_PG_##grp, RFS_SEV_##sev, msg, done, would, true }
 
 static const struct rfs_problem_def problem_table[] = {
-	{ PR_NONE, "NONE", RFS_PG_SUPER, RFS_SEV_INFO, "no problem", NULL, NULL },
+	{ PR_NONE, "NONE", RFS_PG_SUPER, RFS_SEV_INFO, "no problem", NULL, NULL, false },
 	P(SB_BAD_BLOCKSIZE, SUPER, FATAL,
 	  "superblock block size {found} is not a power of two from 512 to 65536", NULL, NULL),
 	P(SB_BLOCK_COUNT_ZERO, SUPER, FATAL, "superblock block count is 0", NULL, NULL),
@@ -20,7 +23,7 @@ static const struct rfs_problem_def problem_table[] = {
 	  "root block {found} is outside the filesystem or in its metadata area", NULL, NULL),
 	P(SB_BAD_TREE_HEIGHT, SUPER, REBUILD,
 	  "tree height {found} is not between 2 and 6", NULL, NULL),
-	P(SB_BAD_HASH_CODE, SUPER, FIXABLE, "hash code {found} is not tea (1), rupasov (2) or r5 (3)",
+	PL(SB_BAD_HASH_CODE, SUPER, FIXABLE, "hash code {found} is not tea (1), rupasov (2) or r5 (3)",
 	  "hash code set to {expected}", "would set hash code to {expected}"),
 	P(SB_BMAP_NR_MISMATCH, SUPER, FIXABLE,
 	  "bitmap count field is {found}, the block count implies {expected}",
@@ -34,7 +37,7 @@ static const struct rfs_problem_def problem_table[] = {
 	P(SB_OID_MAP_UNSORTED, SUPER, FIXABLE,
 	  "objectid map entry {item} is not greater than the one before it",
 	  "objectid map rebuilt", "would rebuild the objectid map"),
-	P(SB_BAD_VERSION, SUPER, FIXABLE,
+	PL(SB_BAD_VERSION, SUPER, FIXABLE,
 	  "superblock version {found} is neither 0 (3.5) nor 2 (3.6)",
 	  "version set to {expected}", "would set version to {expected}"),
 	P(SB_JOURNAL_EXTERNAL, SUPER, INFO,
@@ -44,7 +47,7 @@ static const struct rfs_problem_def problem_table[] = {
 	  "journal blocks {found}.. overlap the superblock, bitmaps or the device end", NULL, NULL),
 	P(SB_JOURNAL_BAD_SIZE, SUPER, REBUILD,
 	  "journal size {found} is smaller than 512 blocks or does not fit", NULL, NULL),
-	P(SB_JOURNAL_BAD_TRANS_MAX, SUPER, FIXABLE,
+	PL(SB_JOURNAL_BAD_TRANS_MAX, SUPER, FIXABLE,
 	  "journal transaction limit {found} does not fit a journal of {expected} blocks",
 	  "transaction limit set to a valid value", "would set a valid transaction limit"),
 	P(SB_OLD_LOCATION, SUPER, INFO,
@@ -155,7 +158,7 @@ static const struct rfs_problem_def problem_table[] = {
 	P(INDIRECT_PTR_SHARED, ITEM, FIXABLE,
 	  "leaf {block}, item {item}, pointer {entry}: block {found} is already used by the tree or another file",
 	  "pointer zeroed (the file gets a hole)", "would zero the pointer (the file would get a hole)"),
-	P(SAFELINK_BAD, ITEM, FIXABLE,
+	PL(SAFELINK_BAD, ITEM, FIXABLE,
 	  "leaf {block}, item {item}: malformed safe link {key}",
 	  "safe link removed", "would remove the safe link"),
 	P(SAFELINK_PENDING, ITEM, INFO,
@@ -182,10 +185,10 @@ static const struct rfs_problem_def problem_table[] = {
 	P(ROOT_MISSING, SEMANTIC, REBUILD, "the root directory [1 2] has no stat data", NULL, NULL),
 	P(ROOT_NOT_DIR, SEMANTIC, REBUILD, "the root object [1 2] is not a directory (mode {found})",
 	  NULL, NULL),
-	P(ENTRY_POINTS_NOWHERE, SEMANTIC, FIXABLE,
+	PL(ENTRY_POINTS_NOWHERE, SEMANTIC, FIXABLE,
 	  "{path}: the entry points to object {key}, which does not exist",
 	  "entry removed", "would remove the entry"),
-	P(DIR_LOOP, SEMANTIC, FIXABLE,
+	PL(DIR_LOOP, SEMANTIC, FIXABLE,
 	  "{path}: directory {key} is reached a second time (cycle or hard link to a directory)",
 	  "entry removed", "would remove the entry"),
 	P(DOT_WRONG, SEMANTIC, FIXABLE, "{path}: \".\" points to {key}, not to the directory itself",
@@ -198,7 +201,7 @@ static const struct rfs_problem_def problem_table[] = {
 	  "size set to {expected}", "would set the size to {expected}"),
 	P(DIR_SIZE_WRONG, SEMANTIC, FIXABLE, "{path}: directory size is {found}, its entries take {expected}",
 	  "size set to {expected}", "would set the size to {expected}"),
-	P(ORPHAN_OBJECT, SEMANTIC, FIXABLE, "object {key} has a stat data but no name reaches it",
+	PL(ORPHAN_OBJECT, SEMANTIC, FIXABLE, "object {key} has a stat data but no name reaches it",
 	  "linked into /lost+found", "would link it into /lost+found (with --relink)"),
 	P(BLOCKS_WRONG, SEMANTIC, FIXABLE,
 	  "object {key}: block count is {found} (512-byte units), the items take {expected}",

@@ -150,16 +150,21 @@ bool problem_report(struct rfs_reporter *r, enum rfs_problem_code code,
 		return false;
 	r->count[code]++;
 	r->total++;
-	bool fix = r->opt.mode == RFS_MODE_FIX && d->severity == RFS_SEV_FIXABLE;
-	const char *answer = d->severity != RFS_SEV_FIXABLE ? "none"
+	bool fixable = d->severity == RFS_SEV_FIXABLE && !d->fix_pending;
+	/* --dry-run repairs too, into the in-memory overlay, so that it can list
+	 * exactly the blocks the real run would write; only the wording differs. */
+	bool fix = r->opt.mode != RFS_MODE_CHECK && fixable;
+	const char *answer = !fixable ? "none"
 			   : fix ? "fix" : r->opt.mode == RFS_MODE_DRY_RUN ? "would fix" : "no";
 	char msg[512];
 	rfs_problem_format(d, d->message, ctx, msg, sizeof(msg));
 	if (r->opt.text && (r->opt.verbose || r->count[code] <= r->opt.shown_per_code)) {
 		char fixmsg[256] = "";
-		if (d->severity == RFS_SEV_FIXABLE && r->opt.mode != RFS_MODE_CHECK)
-			rfs_problem_format(d, fix ? d->fix_done : d->fix_would, ctx, fixmsg,
-					   sizeof(fixmsg));
+		if (fixable && r->opt.mode != RFS_MODE_CHECK)
+			rfs_problem_format(d, r->opt.mode == RFS_MODE_FIX ? d->fix_done : d->fix_would,
+					   ctx, fixmsg, sizeof(fixmsg));
+		else if (d->fix_pending && r->opt.mode != RFS_MODE_CHECK)
+			snprintf(fixmsg, sizeof(fixmsg), "not repaired by this version");
 		fprintf(r->opt.text, "%-9s %s: %s%s%s\n", rfs_severity_name(d->severity), d->name,
 			msg, fixmsg[0] ? " -- " : "", fixmsg);
 	}
@@ -177,7 +182,9 @@ void problem_fixed(struct rfs_reporter *r, enum rfs_problem_code code)
 			for (size_t i = n; i-- > 0;) {
 				json_t *o = json_array_get(r->records, i);
 				const char *c = json_string_value(json_object_get(o, "code"));
-				if (c && strcmp(c, rfs_problem_def(code)->name) == 0) {
+				if (c && strcmp(c, rfs_problem_def(code)->name) == 0 &&
+				    json_is_false(json_object_get(o, "fixed")) &&
+				    strcmp(json_string_value(json_object_get(o, "answer")), "none") != 0) {
 					json_object_set_new(o, "fixed", json_true());
 					break;
 				}

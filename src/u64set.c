@@ -69,3 +69,27 @@ void u64set_free(struct u64set *s)
 	s->cap = s->count = 0;
 	s->has_zero = false;
 }
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+rfs_status u64set_sorted(const struct u64set *s, uint64_t **out, size_t *n)
+{
+	size_t count = s->count + (s->has_zero ? 1 : 0);
+	uint64_t *v = malloc((count ? count : 1) * sizeof(*v));
+	if (!v)
+		return RFS_ERR_NOMEM;
+	size_t k = 0;
+	if (s->has_zero)
+		v[k++] = 0;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i])
+			v[k++] = s->slots[i];
+	qsort(v, k, sizeof(*v), cmp_u64);
+	*out = v;
+	*n = k;
+	return RFS_OK;
+}

@@ -28,6 +28,7 @@ import score  # noqa: E402
 
 KTIMEOUT = int(os.environ.get("RFSCK_BASELINE_KERNEL_TIMEOUT", "180"))
 F, N, T, P = "r36-features-r5", "r36-nested", "r36-hash-tea", "r35-features-r5"
+S = "r36-stdjournal-r5"
 # (image, damage recipe or "none", n, seed, reiserfsck mode)
 CASES = [
     (F, "none", None, 1, "rebuild-tree"),
@@ -42,6 +43,8 @@ CASES = [
     (F, "truncate", 50, 1, "rebuild-tree"),
     (F, "zero-journal-header", None, 1, "fix-fixable"),
     (F, "zero-journal-header", None, 1, "rebuild-tree"),
+    (S, "zero-journal-header", None, 1, "fix-fixable"),
+    (S, "zero-root", None, 1, "rebuild-tree"),
     (T, "zero-leaves", 3, 2, "rebuild-tree"),
     (P, "zero-root", None, 1, "rebuild-tree"),
     (N, "none", None, 1, "rebuild-tree"),

@@ -10,7 +10,8 @@
  *         path_hex type mode uid gid size mtime nlink ino rdev rmaj rmin sha256 target_hex
  *       path_hex is the hex of the path relative to ROOT with a leading "/"
  *       (root itself is "/" = 2f).  sha256 is "-" except for regular files,
- *       target_hex is "-" except for symlinks.  "/.reiserfs_priv" (directly
+ *       target_hex is "-" except for symlinks.  Files larger than 1 GiB are
+ *       not read: their sha256 is "SKIPPED_TOO_LARGE".  "/.reiserfs_priv" (directly
  *       under ROOT) is skipped.  Unsorted; the host sorts.
  *   gen SEED SIZE KIND
  *       Write SIZE deterministic bytes to stdout.  KIND "rand" = xorshift64*
@@ -193,11 +194,14 @@ static void put_hex(FILE *o, const unsigned char *p, size_t n)
 
 static int errors;
 
+/* regular files larger than this are not hashed (sha256 field says so) */
+#define HASH_LIMIT (1ULL << 30)
+
 static void emit(FILE *o, int dirfd, const char *name, const char *path, size_t plen)
 {
     struct stat st;
     const char *type;
-    char sha[65] = "-";
+    char sha[65] = "-";  /* hex digest, "-", "ERROR" or "SKIPPED_TOO_LARGE" */
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         fprintf(stderr, "guesthelper: stat failed: %s: %s\n", path, strerror(errno));
         errors++;
@@ -213,7 +217,11 @@ static void emit(FILE *o, int dirfd, const char *name, const char *path, size_t 
     case S_IFSOCK: type = "sock"; break;
     default: type = "unknown"; break;
     }
-    if (S_ISREG(st.st_mode)) {
+    if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > HASH_LIMIT) {
+        /* e.g. a bit-flipped key offset that a repair turned into a 2^59-byte
+           sparse file: reading it through the kernel would take forever */
+        strcpy(sha, "SKIPPED_TOO_LARGE");
+    } else if (S_ISREG(st.st_mode)) {
         int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW);
         if (fd < 0) {
             fprintf(stderr, "guesthelper: open failed: %s: %s\n", path, strerror(errno));

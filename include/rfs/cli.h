@@ -40,6 +40,7 @@ int cmd_info(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_fix(int argc, char **argv);
 int cmd_undo(int argc, char **argv);
 
 /* Maps an operational failure to a one-line message on stderr and exit 8. */

@@ -32,6 +32,10 @@ struct rfs_journal_state {
 	bool broken;                 /* replay would stop at a bad transaction */
 	char broken_reason[120];
 	uint32_t replayed;           /* transactions put into the overlay */
+	uint32_t next_offset;        /* log offset after the last pending transaction */
+	/* the newest valid transaction anywhere in the log (for header repair) */
+	bool have_newest;
+	uint32_t newest_trans_id, newest_mount_id, newest_next_offset;
 };
 
 struct rfs_fs {

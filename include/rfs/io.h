@@ -47,8 +47,12 @@ struct rfs_dev_options {
 	unsigned flags;              /* enum rfs_dev_flags */
 	const char *undo_path;       /* required with RFS_DEV_WRITE unless NO_UNDO */
 	const char *mapfile;         /* optional GNU ddrescue mapfile */
-	/* Test hooks (0 = off): fail the Nth block read with RFS_ERR_INJECTED;
-	 * make the Nth block write and all later ones fail without writing. */
+	/* Test hooks (0 = off): fail the Nth block read with RFS_ERR_INJECTED
+	 * naming the block (every block of read_block/read_run counts, and each
+	 * read_bytes call counts one; only the Nth fails); make the Nth block
+	 * write and all later ones fail without writing (sticky).  With an undo
+	 * file the Nth write's original is saved and synced first, so the hook
+	 * stops the run at its most delicate point. */
 	uint64_t fail_read_nth;
 	uint64_t stop_after_write_nth;
 };
@@ -70,6 +74,10 @@ void rfs_dev_abandon(struct rfs_dev *dev);
 /* Sets the block size (512..65536, power of two); drops cached blocks. */
 rfs_status rfs_dev_set_block_size(struct rfs_dev *dev, uint32_t bs, struct rfs_error *err);
 uint32_t rfs_dev_block_size(const struct rfs_dev *dev);
+
+/* With RFS_DEV_CREATE only: sets the file's length to offset + size (for
+ * --output, which starts from an empty file).  RFS_ERR_INVALID otherwise. */
+rfs_status rfs_dev_set_size(struct rfs_dev *dev, uint64_t size, struct rfs_error *err);
 
 /* Bytes from the filesystem start to the end of the file or device. */
 uint64_t rfs_dev_size(const struct rfs_dev *dev);

@@ -135,6 +135,8 @@ struct rfs_problem_def {
 	const char *message;         /* template, see placeholders above */
 	const char *fix_done;        /* "free space set to {expected}" */
 	const char *fix_would;       /* "would set free space to {expected}" */
+	bool fix_pending;            /* FIXABLE by design, repair not in this version:
+				      * fix answers "no" and the problem stays counted */
 };
 
 /* The table entry for a code, or NULL for PR_NONE / out of range. */

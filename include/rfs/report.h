@@ -4,15 +4,16 @@
  * A pass fills a struct rfs_problem_ctx and calls problem_report().  The
  * reporter counts the finding, prints it (human text or one JSON record, both
  * from the problem table's template), and answers whether the pass may change
- * anything: in check mode and --dry-run the answer is always "no" (and the
- * "would ..." wording is recorded), in fix mode it is "yes" for FIXABLE
- * problems.  No pass tests a mode flag itself.
+ * anything: in check mode the answer is always "no"; in fix mode and in
+ * --dry-run it is "yes" for FIXABLE problems whose repair exists (a --dry-run
+ * device keeps every write in memory, and the "would ..." wording is used).
+ * No pass tests a mode flag itself.
  *
  * Invariants:
  *  (1) Every call increments exactly one per-code counter.
- *  (2) problem_report returns true only in RFS_MODE_FIX and only for FIXABLE
- *      codes; the caller must then either repair and call problem_fixed, or
- *      leave the problem counted as unfixed.
+ *  (2) problem_report returns true only in RFS_MODE_FIX or RFS_MODE_DRY_RUN
+ *      and only for FIXABLE codes; the caller must then either repair and call
+ *      problem_fixed, or leave the problem counted as unfixed.
  *  (3) The exit status is derived from the counters alone (rfs_report_exit).
  */
 #ifndef RFS_REPORT_H
@@ -59,7 +60,7 @@ void rfs_reporter_free(struct rfs_reporter *r);
 /* Records a finding; true = the caller must fix it now (see invariant 2). */
 bool problem_report(struct rfs_reporter *r, enum rfs_problem_code code,
 		    const struct rfs_problem_ctx *ctx);
-/* Marks the last "yes" answer for code as repaired. */
+/* Marks the most recent not yet repaired "yes" answer for code as repaired. */
 void problem_fixed(struct rfs_reporter *r, enum rfs_problem_code code);
 
 /* true once max_problems was reached: passes should stop early. */

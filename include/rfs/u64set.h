@@ -22,5 +22,7 @@ struct u64set {
 rfs_status u64set_add(struct u64set *s, uint64_t v, bool *added);
 bool u64set_has(const struct u64set *s, uint64_t v);
 void u64set_free(struct u64set *s);
+/* The members in ascending order, in a new array the caller frees. */
+rfs_status u64set_sorted(const struct u64set *s, uint64_t **out, size_t *n);
 
 #endif

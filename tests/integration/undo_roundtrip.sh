@@ -92,4 +92,27 @@ rc=0; "$RFSCK" undo --bogus "$undo" "$img" >/dev/null 2>&1 || rc=$?
 rc=0; "$W" --writes 1 "$img" "$undo" >/dev/null 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "writer overwrote an existing undo file"
 [ "$(sha "$img")" = "$orig_sha" ] || fail "refused writer changed the image"
+# 7. A mounted image is refused for writing, both through its loop device and
+#    as the file behind it (skipped where loop mounts are not possible).
+if [ "$(id -u)" -eq 0 ] && command -v mkfs.ext2 >/dev/null && command -v losetup >/dev/null; then
+	truncate -s 8M "$WORK/ext.img"
+	mkfs.ext2 -q -F "$WORK/ext.img" >/dev/null 2>&1
+	mkdir -p "$WORK/mnt"
+	if mount -o loop "$WORK/ext.img" "$WORK/mnt" 2>/dev/null; then
+		trap 'umount "$WORK/mnt" 2>/dev/null || true' EXIT
+		loopdev=$(losetup -j "$WORK/ext.img" | cut -d: -f1 | head -n 1)
+		mounted_sha=$(sha "$WORK/ext.img")
+		rc=0; "$W" --writes 1 "$WORK/ext.img" "$WORK/u.ext" >"$WORK/out" 2>&1 || rc=$?
+		[ "$rc" -eq 1 ] && grep -q "mounted" "$WORK/out" || fail "loop-mounted file not refused"
+		rc=0; "$W" --writes 1 "$loopdev" "$WORK/u.dev" >"$WORK/out" 2>&1 || rc=$?
+		[ "$rc" -eq 1 ] && grep -q "mounted" "$WORK/out" || fail "mounted $loopdev not refused"
+		[ ! -e "$WORK/u.ext" ] && [ ! -e "$WORK/u.dev" ] || fail "undo file created for a mounted image"
+		[ "$(sha "$WORK/ext.img")" = "$mounted_sha" ] || fail "mounted image changed"
+		umount "$WORK/mnt"
+		trap - EXIT
+		echo "ok: mounted image refused (file and $loopdev)"
+	else
+		echo "note: cannot loop-mount here; mounted-image check skipped"
+	fi
+fi
 echo "all undo round-trip checks passed"

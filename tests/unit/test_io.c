@@ -407,6 +407,34 @@ static void test_write_through_cache_and_identity(void **state)
 	free(orig);
 }
 
+static void test_create_and_set_size(void **state)
+{
+	(void)state;
+	uint8_t *orig = make_image(4 * BS, 10);
+	struct rfs_dev_options o = { .path = img_path, .offset = 512,
+				     .flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO | RFS_DEV_CREATE };
+	struct rfs_dev *dev = open_dev(&o);
+	assert_int_equal(rfs_dev_size(dev), 0);
+	uint8_t buf[BS];
+	memset(buf, 0x21, BS);
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(rfs_dev_set_size(dev, 3 * BS, &err), RFS_OK);
+	assert_int_equal(rfs_dev_block_count(dev), 3);
+	assert_int_equal(rfs_dev_write_block(dev, 2, buf, &err), RFS_OK);
+	assert_int_equal(rfs_dev_close(dev, &err), RFS_OK);
+	uint8_t *want = calloc(1, 512 + 3 * BS);
+	memset(want + 512 + 2 * BS, 0x21, BS);
+	assert_file_equals(want, 512 + 3 * BS);
+	free(want);
+	/* Not allowed without RFS_DEV_CREATE. */
+	o.flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO;
+	dev = open_dev(&o);
+	assert_int_equal(rfs_dev_set_size(dev, BS, &err), RFS_ERR_INVALID);
+	rfs_dev_abandon(dev);
+	free(orig);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +448,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stop_after_write_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_errors_are_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_through_cache_and_identity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_and_set_size, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,6 +317,75 @@ static void test_torn_tail(void **state)
 	free(orig);
 }
 
+/* Batches of 8 records synced together: a bad record inside the LAST batch
+ * (power loss before its sync) is a torn tail even with valid records after
+ * it; the same damage in an earlier batch is corruption. */
+static void test_torn_inside_last_batch(void **state)
+{
+	(void)state;
+	const size_t len = 256 * 4096, rec = 48 + 4096;
+	uint8_t *orig = make_image(len, 4096, 78);
+	/* range 250 and 24 writes: 3 batches of 8 distinct blocks (likely). */
+	struct run_spec spec = { .bs = 4096, .seed = 12, .writes = 24, .range = 250, .batch = 8,
+				 .end = END_ABANDON };
+	uint64_t distinct;
+	assert_int_equal(run_writes(&spec, &distinct), RFS_OK);
+	assert_int_equal(distinct, 24);
+	size_t ulen;
+	uint8_t *u = read_file(undo_path, &ulen);
+	uint8_t *img = read_file(img_path, &(size_t){ 0 });
+	/* Blocks of records 19..23 go back to their originals, as if the last
+	 * batch's writes never happened; record 19's payload is damaged. */
+	for (size_t r = 19; r < 24; r++) {
+		uint64_t blk = 0;
+		for (int i = 0; i < 8; i++)
+			blk |= (uint64_t)u[512 + r * rec + 16 + i] << (8 * i);
+		memcpy(img + blk * 4096, orig + blk * 4096, 4096);
+	}
+	write_file(img_path, img, len);
+	u[512 + 19 * rec + 48 + 10] ^= 0xff;
+	write_file(undo_path, u, ulen);
+	struct undo_apply_result res;
+	struct rfs_error err;
+	assert_int_equal(apply(UNDO_APPLY_DRY_RUN, &res, &err), RFS_OK);
+	assert_int_equal(res.records, 19);
+	assert_int_equal(res.torn_bytes, 5 * rec);
+	assert_int_equal(apply(0, &res, &err), RFS_OK);
+	assert_true(file_equals(img_path, orig, len));
+	/* Damage in the middle batch: refused. */
+	u[512 + 19 * rec + 48 + 10] ^= 0xff;
+	u[512 + 12 * rec + 48 + 10] ^= 0xff;
+	write_file(undo_path, u, ulen);
+	assert_int_equal(apply(0, &res, &err), RFS_ERR_UNDO);
+	free(u);
+	free(img);
+	free(orig);
+}
+
+/* Killed inside undo_finish: the final record is there, the header is still
+ * "open".  The file is applicable. */
+static void test_killed_inside_finish(void **state)
+{
+	(void)state;
+	const size_t len = 64 * 4096;
+	uint8_t *orig = make_image(len, 4096, 79);
+	struct run_spec spec = { .bs = 4096, .seed = 13, .writes = 30, .range = 40 };
+	assert_int_equal(run_writes(&spec, NULL), RFS_OK);
+	size_t ulen;
+	uint8_t *u = read_file(undo_path, &ulen);
+	memset(u + 448, 0, 512 - 448);	/* state open, finished part empty */
+	u[448] = UNDO_STATE_OPEN;
+	write_file(undo_path, u, ulen);
+	struct undo_apply_result res;
+	struct rfs_error err;
+	assert_int_equal(apply(0, &res, &err), RFS_OK);
+	assert_int_equal(res.state, UNDO_STATE_OPEN);
+	assert_int_equal(res.torn_bytes, 0);
+	assert_true(file_equals(img_path, orig, len));
+	free(u);
+	free(orig);
+}
+
 /* Expects apply to refuse (RFS_ERR_UNDO) and the image to be unchanged. */
 static void expect_refused(const uint8_t *undo, size_t ulen, const uint8_t *img, size_t len)
 {
@@ -472,6 +541,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip_batches_blocksizes_offsets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_at_every_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_torn_inside_last_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_inside_finish, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_undo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unfinished_corruption_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_image_refused, setup, teardown),

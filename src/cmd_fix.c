@@ -1,0 +1,339 @@
+/*
+ * cmd_fix.c - `rfsck fix`: repair what check marks fixable, nothing else.
+ *
+ * Steps: (1) a read-only check decides: nothing to do (exit 0), or problems
+ * that need rebuild (repair nothing, exit 4); (2) confirmation (a terminal
+ * prompt, or --yes; --dry-run needs none); (3) the check passes run again in
+ * fix mode on the target: the image through its undo log (default
+ * IMAGE.rfsck-undo), a sparse copy (--output), or the in-memory overlay
+ * (--dry-run, which then lists every block it would write); (4) a second
+ * read-only check of the result sets the exit status: 1 when it is clean, else
+ * what is left (4 or 6).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cli_common.h"
+#include "rfs/hash.h"
+
+enum { OPT_DRY_RUN = OPT_FIRST_COMMAND_OPTION, OPT_YES, OPT_UNDO, OPT_NO_UNDO, OPT_OUTPUT };
+
+struct fix_opts {
+	struct rfs_common_opts co;
+	bool dry_run, yes, no_undo;
+	const char *undo, *output;
+};
+
+/* Runs the check passes on an opened filesystem in the given mode. */
+static rfs_status run_passes(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, bool json,
+			     int verbose, struct rfs_check *c, struct rfs_error *err)
+{
+	struct rfs_reporter_options ro = { .mode = mode, .json = json, .text = text,
+					   .verbose = verbose };
+	c->fs = fs;
+	c->rep = rfs_reporter_new(&ro);
+	if (!c->rep)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
+	struct rfs_error he;
+	rfs_error_clear(&he);
+	c->hash_trusted = fs->hash_code != 0 && rfs_hash_selftest(&he) == RFS_OK;
+	return rfs_check_run(c, err);
+}
+
+static void check_release(struct rfs_check *c)
+{
+	rfs_objtab_free(&c->objects);
+	rfs_bitmap_free(&c->claimed);
+	u64set_free(&c->written);
+	rfs_reporter_free(c->rep);
+	c->rep = NULL;
+}
+
+/* A read-only check of path; returns the check exit status, or 8. */
+static int verify(const char *path, const struct rfs_common_opts *co, struct rfs_check *c,
+		  struct rfs_error *err)
+{
+	struct rfs_fs *fs;
+	memset(c, 0, sizeof(*c));
+	if (cli_open_readonly(path, co, true, check_collect_sb_fault, c, &fs, err))
+		return RFS_EXIT_OPERATIONAL;
+	int rc = run_passes(fs, RFS_MODE_CHECK, NULL, true, 0, c, err) ? RFS_EXIT_OPERATIONAL
+									 : rfs_report_exit(c->rep);
+	struct rfs_error e;
+	rfs_error_clear(&e);
+	rfs_fs_close(fs, &e);
+	c->fs = NULL;
+	return rc;
+}
+
+/* Copies src to dst, leaving all-zero 64 KiB runs as holes. */
+static rfs_status copy_sparse(const char *src, const char *dst, struct rfs_error *err)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "opening %s", src);
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		int e = errno;
+		close(in);
+		return rfs_error_sys(err, e, RFS_NO_BLOCK, "creating %s (it must not exist)", dst);
+	}
+	enum { CHUNK = 65536 };
+	static uint8_t buf[CHUNK], zero[CHUNK];
+	rfs_status st = RFS_OK;
+	off_t pos = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "reading %s", src);
+			break;
+		}
+		if (n == 0)
+			break;
+		if (n == CHUNK && memcmp(buf, zero, CHUNK) == 0) {
+			pos += n;
+			continue;
+		}
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), pos + done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "writing %s", dst);
+				break;
+			}
+			done += w;
+		}
+		if (st)
+			break;
+		pos += n;
+	}
+	if (!st && ftruncate(out, pos) != 0)
+		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "sizing %s", dst);
+	if (!st && fsync(out) != 0)
+		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "syncing %s", dst);
+	close(in);
+	if (close(out) != 0 && !st)
+		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "closing %s", dst);
+	return st;
+}
+
+static bool confirm(const char *image, const struct fix_opts *o)
+{
+	if (o->yes || o->dry_run)
+		return true;
+	if (!isatty(STDIN_FILENO)) {
+		fprintf(stderr, "rfsck fix: not confirmed: use --yes to repair %s, or --dry-run to "
+				"see the repairs\n", image);
+		return false;
+	}
+	fprintf(stderr, "Repair %s%s%s? [y/N] ", o->output ? "a copy of " : "", image,
+		o->output ? "" : " in place (with an undo log)");
+	char line[16];
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+/* Marks the superblock's identity immutable (and records it in the undo log):
+ * block count, magic and UUID, which no repair changes. */
+static rfs_status set_identity(struct rfs_fs *fs, struct rfs_error *err)
+{
+	uint64_t sb = fs->sb.sb_byte_offset;
+	rfs_status st = rfs_dev_set_identity(fs->dev, sb + SB_BLOCK_COUNT, 4, err);
+	if (!st)
+		st = rfs_dev_set_identity(fs->dev, sb + SB_MAGIC, SB_MAGIC_LEN, err);
+	if (!st && fs->sb.format == RFS_FORMAT_36)
+		st = rfs_dev_set_identity(fs->dev, sb + SB_UUID, 16, err);
+	return st;
+}
+
+static int parse(int argc, char **argv, struct fix_opts *o)
+{
+	static const struct option longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "yes", no_argument, NULL, OPT_YES },
+		{ "undo", required_argument, NULL, OPT_UNDO },
+		{ "no-undo", no_argument, NULL, OPT_NO_UNDO },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ NULL, 0, NULL, 0 } };
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "qvyn", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HELP: cli_print_command_help("fix", stdout); return -1;
+		case OPT_DRY_RUN: case 'n': o->dry_run = true; continue;
+		case OPT_YES: case 'y': o->yes = true; continue;
+		case OPT_UNDO: o->undo = optarg; continue;
+		case OPT_NO_UNDO: o->no_undo = true; continue;
+		case OPT_OUTPUT: o->output = optarg; continue;
+		}
+		int k = cli_common_option("fix", opt, optarg, &o->co);
+		if (k < 0)
+			return RFS_EXIT_USAGE;
+		if (k == 0)
+			return cli_usage_error("fix", "unknown option");
+	}
+	if (argc - optind != 1)
+		return cli_usage_error("fix", "expects one IMAGE");
+	if (o->dry_run && (o->yes || o->output || o->undo || o->no_undo))
+		return cli_usage_error("fix", "--dry-run writes nothing: it takes none of --yes, "
+					      "--output, --undo, --no-undo");
+	if (o->undo && (o->no_undo || o->output))
+		return cli_usage_error("fix", "--undo goes with neither --no-undo nor --output");
+	return 0;
+}
+
+int cmd_fix(int argc, char **argv)
+{
+	struct fix_opts o = { 0 };
+	int prc = parse(argc, argv, &o);
+	if (prc)
+		return prc < 0 ? RFS_EXIT_OK : prc;
+	const char *image = argv[optind];
+	bool text = !o.co.json && !o.co.quiet;
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	struct rfs_check pre;
+
+	/* (1) decide */
+	int rc = verify(image, &o.co, &pre, &err);
+	if (rc == RFS_EXIT_OPERATIONAL) {
+		check_release(&pre);
+		return cli_fail("fix", &err);
+	}
+	if (rc == RFS_EXIT_OK || rc == RFS_EXIT_NEEDS_REBUILD) {
+		if (o.co.json) {
+			json_t *j = json_pack("{s:s, s:s, s:i, s:O}", "image", image, "result",
+					      rc ? "needs-rebuild: nothing repaired" : "clean: nothing to repair",
+					      "exit", rc, "problems", rfs_reporter_json(pre.rep));
+			cli_json_print(j);
+		} else if (text) {
+			printf("%s: %s\n", image, rc ? "problems that only `rfsck rebuild` can repair; "
+						       "fix repairs nothing" : "no problems; nothing to repair");
+			if (rc)
+				rfs_reporter_summary(pre.rep, stdout);
+		}
+		check_release(&pre);
+		return rc;
+	}
+	check_release(&pre);
+
+	/* (2) confirm */
+	if (!confirm(image, &o))
+		return RFS_EXIT_FIXABLE;
+
+	/* (3) repair */
+	const char *target = image;
+	char undo_default[4096];
+	struct rfs_fs_options fo = { .replay = true, .hash_override = (unsigned)o.co.hash_code,
+				     .sb_fault = check_collect_sb_fault };
+	fo.dev.offset = o.co.offset;
+	fo.dev.mapfile = o.co.mapfile;
+	if (o.dry_run) {
+		fo.dev.flags = RFS_DEV_DRY_RUN;
+	} else if (o.output) {
+		if (copy_sparse(image, o.output, &err))
+			return cli_fail("fix", &err);
+		target = o.output;
+		fo.dev.flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO;
+	} else if (o.no_undo) {
+		fo.dev.flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO;
+	} else {
+		if (!o.undo) {
+			snprintf(undo_default, sizeof(undo_default), "%s.rfsck-undo", image);
+			o.undo = undo_default;
+		}
+		fo.dev.flags = RFS_DEV_WRITE;
+		fo.dev.undo_path = o.undo;
+	}
+	fo.dev.path = target;
+	struct rfs_check c;
+	memset(&c, 0, sizeof(c));
+	fo.sb_fault_ctx = &c;
+	struct rfs_fs *fs;
+	if (rfs_fs_open(&fo, &fs, &err))
+		return cli_fail("fix", &err);
+	rfs_progress_init(&c.progress, o.co.progress != 0, o.co.quiet || o.co.json);
+	if (text)
+		printf("%s %s%s\n", o.dry_run ? "Dry run on" : "Repairing", target,
+		       o.undo ? " (undo log: " : "");
+	if (text && o.undo)
+		printf("  %s)\n", o.undo);
+	rfs_status st = set_identity(fs, &err);
+	if (!st)
+		st = run_passes(fs, o.dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, text ? stdout : NULL,
+				o.co.json, o.co.verbose, &c, &err);
+	/* Blocks written by the repairs (into the overlay for --dry-run, where the
+	 * journal's replayed blocks count only when the repair flushes them). */
+	uint64_t *blocks = NULL;
+	size_t nblocks = 0;
+	if (!st && u64set_sorted(&c.written, &blocks, &nblocks))
+		st = rfs_error_set(&err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "list of written blocks");
+	json_t *fixes = c.rep ? json_incref(rfs_reporter_json(c.rep)) : NULL;
+	uint64_t nfixed = c.rep ? rfs_reporter_fixed(c.rep) : 0;
+	check_release(&c);
+	struct rfs_error cerr;
+	rfs_error_clear(&cerr);
+	rfs_status cst = rfs_fs_close(fs, &cerr);
+	if (st || cst) {
+		free(blocks);
+		json_decref(fixes);
+		return cli_fail("fix", st ? &err : &cerr);
+	}
+
+	/* (4) verify */
+	if (o.dry_run) {
+		rc = RFS_EXIT_FIXABLE;
+	} else {
+		struct rfs_check post;
+		rc = verify(target, &o.co, &post, &err);
+		if (rc == RFS_EXIT_OK)
+			rc = RFS_EXIT_CORRECTED;
+		else if (text && rc != RFS_EXIT_OPERATIONAL) {
+			printf("left after repair:\n");
+			rfs_reporter_summary(post.rep, stdout);
+		}
+		check_release(&post);
+		if (rc == RFS_EXIT_OPERATIONAL) {
+			free(blocks);
+			json_decref(fixes);
+			return cli_fail("fix", &err);
+		}
+	}
+	if (o.co.json) {
+		json_t *wb = json_array();
+		for (size_t i = 0; i < nblocks; i++)
+			json_array_append_new(wb, json_integer((json_int_t)blocks[i]));
+		json_t *j = json_pack("{s:s, s:s, s:b, s:i, s:I, s:o, s:o}", "image", image,
+				      "target", target, "dry_run", o.dry_run, "exit", rc,
+				      "repairs", (json_int_t)nfixed, "problems", fixes ? fixes : json_array(),
+				      "blocks_written", wb);
+		if (o.undo)
+			json_object_set_new(j, "undo", json_string(o.undo));
+		cli_json_print(j);
+	} else {
+		json_decref(fixes);
+		if (text && o.dry_run) {
+			printf("would write %zu block(s):", nblocks);
+			for (size_t i = 0; i < nblocks; i++)
+				printf("%s%llu", i % 12 ? " " : "\n  ", (unsigned long long)blocks[i]);
+			printf("\n");
+		} else if (text) {
+			printf("wrote %zu block(s)\n", nblocks);
+			printf("%s: %s\n", target, rc == RFS_EXIT_CORRECTED
+				       ? "repaired; a new check finds no problems" : "problems remain");
+		}
+	}
+	free(blocks);
+	return rc;
+}
