@@ -409,7 +409,17 @@ static rfs_status walk_node(struct walk *w, int depth, uint64_t blk, int want_le
 	}
 	apply_node_fixes(w, node, depth);
 	if (want_level != 0) {
-		uint32_t used = fs->bs - RFS_BLKH_SIZE - bh.free_space;
+		/* What the node really uses, from its layout (not from its free
+		 * space field, which has its own problem code). */
+		uint32_t used;
+		if (level == RFS_LEVEL_LEAF) {
+			struct rfs_item_head lastih;
+			rfs_leaf_item_head(node, bh.nr_items - 1, &lastih);
+			used = (uint32_t)bh.nr_items * RFS_IH_SIZE + fs->bs - lastih.location;
+		} else {
+			used = (uint32_t)bh.nr_items * RFS_KEY_SIZE +
+			       ((uint32_t)bh.nr_items + 1) * RFS_DC_SIZE;
+		}
 		if (dc_size != used) {
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 			ctx.block = parent;

@@ -1,7 +1,8 @@
 /*
  * io.c - struct rfs_dev: block reads and writes on an image file or block
  * device, with a block cache, the dry-run/replay overlay (io_overlay.c), the
- * ddrescue bad-region map (mapfile.c) and the undo log (io_undo.c).
+ * ddrescue bad-region map (mapfile.c), the undo log (io_undo.c) and the
+ * mounted-image refusal (io_mount.c).
  * The invariants (1)..(6) are those of include/rfs/io.h; how this file keeps
  * them:
  *  (1) open() gets O_RDWR only with RFS_DEV_WRITE, which excludes DRY_RUN.
@@ -17,7 +18,6 @@
  */
 #include "rfs/io.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -27,9 +27,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "io_mount.h"
 #include "io_overlay.h"
 #include "rfs/mapfile.h"
 #include "rfs/undo.h"
@@ -230,106 +230,6 @@ static void cache_store(struct rfs_dev *dev, uint64_t blk, const uint8_t *data)
 	dev->cache_used[victim] = ++dev->tick;
 }
 
-/* ----------------------------------------------------- mounted or in use */
-
-/* Reads "MAJ:MIN" from a sysfs file; false if absent or malformed. */
-static bool read_sysfs_devnum(const char *path, dev_t *out)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	unsigned maj, min;
-	bool ok = fscanf(f, "%u:%u", &maj, &min) == 2;
-	fclose(f);
-	if (ok)
-		*out = makedev(maj, min);
-	return ok;
-}
-
-/* True when block device rdev is the mounted device or the disk holding a
- * mounted partition, per mounts_path (/proc/self/mounts format). */
-static bool mounted_in(const char *mounts_path, dev_t rdev)
-{
-	FILE *f = fopen(mounts_path, "re");
-	if (!f)
-		return false;
-	char line[4096];
-	bool found = false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char src[4096];
-		if (sscanf(line, "%4095s", src) != 1 || src[0] != '/')
-			continue;
-		/* Undo the \040-style octal escapes of /proc/mounts. */
-		char *w = src;
-		for (const char *r = src; *r; r++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-			    r[3] >= '0' && r[3] <= '7') {
-				*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-				r += 3;
-			} else {
-				*w++ = *r;
-			}
-		}
-		*w = '\0';
-		struct stat st;
-		if (stat(src, &st) != 0 || !S_ISBLK(st.st_mode))
-			continue;
-		if (st.st_rdev == rdev) {
-			found = true;
-			break;
-		}
-		char sys[96];
-		dev_t parent;
-		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/../dev", major(st.st_rdev),
-			 minor(st.st_rdev));
-		char part[96];
-		snprintf(part, sizeof(part), "/sys/dev/block/%u:%u/partition", major(st.st_rdev),
-			 minor(st.st_rdev));
-		if (access(part, F_OK) == 0 && read_sysfs_devnum(sys, &parent) && parent == rdev)
-			found = true;
-	}
-	fclose(f);
-	return found;
-}
-
-static bool blockdev_mounted(dev_t rdev)
-{
-	return mounted_in("/proc/self/mounts", rdev) || mounted_in("/proc/mounts", rdev);
-}
-
-/* True when a loop device backed by the file (st_dev, st_ino) is mounted. */
-static bool file_loop_mounted(const struct stat *img)
-{
-	DIR *d = opendir("/sys/block");
-	if (!d)
-		return false;
-	bool found = false;
-	struct dirent *de;
-	while (!found && (de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4) != 0)
-			continue;
-		char path[300], backing[4096];
-		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", de->d_name);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			continue;
-		bool got = fgets(backing, sizeof(backing), f) != NULL;
-		fclose(f);
-		if (!got)
-			continue;
-		backing[strcspn(backing, "\n")] = '\0';
-		struct stat st;
-		if (stat(backing, &st) != 0 || st.st_dev != img->st_dev || st.st_ino != img->st_ino)
-			continue;
-		dev_t loopdev;
-		snprintf(path, sizeof(path), "/sys/block/%s/dev", de->d_name);
-		if (read_sysfs_devnum(path, &loopdev) && blockdev_mounted(loopdev))
-			found = true;
-	}
-	closedir(d);
-	return found;
-}
-
 /* ------------------------------------------------------------ open/close */
 
 static rfs_status open_file(struct rfs_dev *dev, const struct rfs_dev_options *opt,
@@ -341,13 +241,9 @@ static rfs_status open_file(struct rfs_dev *dev, const struct rfs_dev_options *o
 		oflags |= O_CREAT | O_TRUNC;
 	struct stat st;
 	if (write && stat(opt->path, &st) == 0) {
-		if (S_ISBLK(st.st_mode) && blockdev_mounted(st.st_rdev))
-			return rfs_error_set(err, RFS_ERR_BUSY, RFS_NO_BLOCK,
-					     "%s is mounted; refusing to write to it", opt->path);
-		if (S_ISREG(st.st_mode) && file_loop_mounted(&st))
-			return rfs_error_set(err, RFS_ERR_BUSY, RFS_NO_BLOCK,
-					     "%s backs a mounted loop device; refusing to write to it",
-					     opt->path);
+		rfs_status mst = io_mount_refuse_mounted(opt->path, &st, err);
+		if (mst)
+			return mst;
 		if (S_ISBLK(st.st_mode))	/* the kernel refuses it while mounted */
 			oflags |= O_EXCL;
 	}

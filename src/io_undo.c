@@ -1,6 +1,7 @@
 /*
- * io_undo.c - the undo log: writing it (for src/io.c) and applying it (for
- * `rfsck undo`).  This file is the only one that knows the undo file format.
+ * io_undo.c - the undo log's format and its writer (used by src/io.c before
+ * every first write of a block).  src/undo_apply.c reads and applies it for
+ * `rfsck undo`; src/undo_format.h holds the constants both share.
  *
  * Invariants:
  *  (1) No block of the image is written until its original content is in the
@@ -81,27 +82,8 @@
 #include <unistd.h>
 
 #include "rfs/bytes.h"
-#include "rfs/io.h"
 
-#define UNDO_MAGIC "RFSUNDO1"
-#define UNDO_VERSION 1u
-#define HDR_SIZE 512u
-enum {
-	H_MAGIC = 0, H_VERSION = 8, H_HDR_SIZE = 12, H_BLOCK_SIZE = 16, H_ID_COUNT = 20,
-	H_FS_OFFSET = 24, H_IMAGE_SIZE = 32, H_NONCE = 40, H_CREATED = 48, H_ID_BYTES = 56,
-	H_MAX_BATCH = 60, H_RANGES = 64, H_RANGE_SIZE = 16, H_ID_DATA = 128,
-	H_FIXED_CRC = 384, H_STATE = 448, H_RECORDS = 456, H_RECORDS_END = 464,
-	H_FINAL_END = 472, H_HDR_CRC = 508,
-};
-#define REC_MAGIC "UREC"
-#define REC_HEAD 48u
-enum { R_MAGIC = 0, R_TYPE = 4, R_SEQ = 8, R_BLK = 16, R_LEN = 24, R_PAYLOAD_CRC = 28,
-       R_NONCE = 32, R_BATCH_INDEX = 40, R_CRC = 44 };
-enum { REC_BLOCK = 1, REC_FINAL = 2 };
-#define FINAL_ENTRY 12u
-#define FINAL_PER_RECORD 65536u
-/* Seed offset so that identity bytes and blocks use different keystreams. */
-#define IDENTITY_SEED 0x6964656e74697479ull
+#include "undo_format.h"
 
 /* ---------------------------------------------------------------- checksums */
 
@@ -162,7 +144,7 @@ void undo_transform(uint64_t seed, uint8_t *data, size_t len)
 	}
 }
 
-static uint64_t block_seed(uint64_t nonce, uint64_t blk)
+uint64_t undo_block_seed(uint64_t nonce, uint64_t blk)
 {
 	uint64_t s = blk;
 	return nonce ^ splitmix64(&s);
@@ -263,9 +245,8 @@ static rfs_status pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t of
 	return RFS_OK;
 }
 
-/* Reads up to len bytes; *got is how many were there before end of file. */
-static rfs_status pread_upto(int fd, uint8_t *buf, size_t len, uint64_t off, size_t *got,
-			     const char *what, struct rfs_error *err)
+rfs_status undo_pread_upto(int fd, uint8_t *buf, size_t len, uint64_t off, size_t *got,
+			   const char *what, struct rfs_error *err)
 {
 	*got = 0;
 	while (*got < len) {
@@ -513,7 +494,7 @@ rfs_status undo_save_batch(struct rfs_undo *u, size_t n, const uint64_t *blks,
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *r = u->stage + i * rec;
 		memcpy(r + REC_HEAD, orig[i], bs);
-		undo_transform(block_seed(u->nonce, blks[i]), r + REC_HEAD, bs);
+		undo_transform(undo_block_seed(u->nonce, blks[i]), r + REC_HEAD, bs);
 		record_head_encode(r, REC_BLOCK, u->seq + i, blks[i], bs,
 				   undo_crc32c(0, r + REC_HEAD, bs), u->nonce, (uint32_t)i);
 	}
@@ -630,379 +611,5 @@ rfs_status undo_finish(struct rfs_undo *u, struct rfs_error *err)
 	else if (!st)
 		u->fd = -1;
 	undo_free(u);
-	return st;
-}
-
-/* ----------------------------------------------------------------- reader */
-
-struct undo_reader {
-	int fd;
-	uint64_t file_size;
-	uint8_t hdr[HDR_SIZE];
-	uint32_t state, bs, id_count;
-	uint64_t nonce, records, records_end, final_end;
-	struct undo_target target;
-	uint8_t *rec;                 /* REC_HEAD + bs */
-	uint8_t *final_buf;           /* one final record */
-};
-
-static rfs_status bad_undo(struct rfs_error *err, const char *fmt, const char *detail,
-			   uint64_t where)
-{
-	return rfs_error_set(err, RFS_ERR_UNDO, RFS_NO_BLOCK, fmt, detail,
-			     (unsigned long long)where);
-}
-
-/* Reads and verifies the header.  An empty file is state creating. */
-static rfs_status reader_open(struct undo_reader *rd, const char *path, struct rfs_error *err)
-{
-	rd->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (rd->fd < 0)
-		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "opening undo file %s", path);
-	struct stat stt;
-	if (fstat(rd->fd, &stt) != 0)
-		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "examining undo file %s", path);
-	if (!S_ISREG(stt.st_mode))
-		return rfs_error_set(err, RFS_ERR_UNDO, RFS_NO_BLOCK, "%s is not a regular file", path);
-	rd->file_size = (uint64_t)stt.st_size;
-	if (rd->file_size == 0) {
-		rd->state = UNDO_STATE_CREATING;
-		return RFS_OK;
-	}
-	size_t got;
-	rfs_status st = pread_upto(rd->fd, rd->hdr, HDR_SIZE, 0, &got, "the undo header", err);
-	if (st)
-		return st;
-	uint8_t *h = rd->hdr;
-	if (got < HDR_SIZE)
-		return bad_undo(err, "%s (%llu bytes)", "undo header is truncated", got);
-	if (memcmp(h + H_MAGIC, UNDO_MAGIC, 8) != 0)
-		return bad_undo(err, "%s%llu", "not an rfsck undo file (bad magic)", 0);
-	if (le32_at(h, H_VERSION) != UNDO_VERSION || le32_at(h, H_HDR_SIZE) != HDR_SIZE)
-		return bad_undo(err, "%s %llu", "unsupported undo file version",
-				le32_at(h, H_VERSION));
-	if (le32_at(h, H_FIXED_CRC) != undo_crc32c(0, h, H_FIXED_CRC))
-		return bad_undo(err, "%s%llu", "undo header checksum mismatch (identity part)", 0);
-	rd->state = le32_at(h, H_STATE);
-	if (rd->state != UNDO_STATE_OPEN && rd->state != UNDO_STATE_FINISHED)
-		return bad_undo(err, "%s %llu", "undo header has unknown state", rd->state);
-	if (rd->state == UNDO_STATE_FINISHED &&
-	    le32_at(h, H_HDR_CRC) != undo_crc32c(0, h, H_HDR_CRC))
-		return bad_undo(err, "%s%llu", "undo header checksum mismatch (finished part)", 0);
-	if (rd->state == UNDO_STATE_OPEN) {
-		for (uint32_t i = H_STATE + 4; i < HDR_SIZE; i++)
-			if (h[i])
-				return bad_undo(err, "%s %llu", "unfinished undo header has data at byte", i);
-	}
-	rd->bs = le32_at(h, H_BLOCK_SIZE);
-	rd->id_count = le32_at(h, H_ID_COUNT);
-	rd->nonce = le64_at(h, H_NONCE);
-	rd->target.block_size = rd->bs;
-	rd->target.fs_offset = le64_at(h, H_FS_OFFSET);
-	rd->target.image_size = le64_at(h, H_IMAGE_SIZE);
-	rd->records = le64_at(h, H_RECORDS);
-	rd->records_end = le64_at(h, H_RECORDS_END);
-	rd->final_end = le64_at(h, H_FINAL_END);
-	if (rd->bs < 512 || rd->bs > 65536 || (rd->bs & (rd->bs - 1)))
-		return bad_undo(err, "%s %llu", "undo header has a bad block size", rd->bs);
-	if (rd->id_count > RFS_UNDO_MAX_IDENTITY_RANGES ||
-	    le32_at(h, H_ID_BYTES) > RFS_UNDO_MAX_IDENTITY_BYTES)
-		return bad_undo(err, "%s %llu", "undo header has too many identity ranges",
-				rd->id_count);
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < rd->id_count; i++)
-		sum += le32_at(h, H_RANGES + H_RANGE_SIZE * i + 8);
-	if (sum != le32_at(h, H_ID_BYTES))
-		return bad_undo(err, "%s %llu", "undo identity ranges do not add up to", sum);
-	if (rd->state == UNDO_STATE_FINISHED &&
-	    (rd->records_end != HDR_SIZE + rd->records * (REC_HEAD + rd->bs) ||
-	     rd->final_end < rd->records_end + REC_HEAD || rd->final_end != rd->file_size))
-		return bad_undo(err, "%s (file size %llu)",
-				"finished undo header disagrees with the file's length", rd->file_size);
-	undo_transform(rd->nonce ^ IDENTITY_SEED, h + H_ID_DATA, RFS_UNDO_MAX_IDENTITY_BYTES);
-	rd->rec = malloc(REC_HEAD + rd->bs);
-	rd->final_buf = malloc(REC_HEAD + (size_t)FINAL_PER_RECORD * FINAL_ENTRY);
-	if (!rd->rec || !rd->final_buf)
-		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "undo record buffer");
-	return RFS_OK;
-}
-
-static void reader_close(struct undo_reader *rd)
-{
-	if (rd->fd >= 0)
-		close(rd->fd);
-	free(rd->rec);
-	free(rd->final_buf);
-}
-
-enum rec_verdict { REC_VALID, REC_INVALID };
-
-/*
- * Reads the record at pos into rd->rec (block) or rd->final_buf (final) and
- * verifies it.  *verdict is REC_INVALID for anything short or mismatched;
- * *type and *len describe a valid record.  Returns an error only for I/O.
- */
-static rfs_status read_record(struct undo_reader *rd, uint64_t pos, uint64_t seq,
-			      enum rec_verdict *verdict, uint32_t *type, uint32_t *len,
-			      struct rfs_error *err)
-{
-	*verdict = REC_INVALID;
-	size_t got;
-	uint8_t head[REC_HEAD];
-	rfs_status st = pread_upto(rd->fd, head, REC_HEAD, pos, &got, "an undo record", err);
-	if (st || got < REC_HEAD)
-		return st;
-	if (memcmp(head + R_MAGIC, REC_MAGIC, 4) != 0 ||
-	    le32_at(head, R_CRC) != undo_crc32c(0, head, R_CRC) ||
-	    le64_at(head, R_NONCE) != rd->nonce || le64_at(head, R_SEQ) != seq)
-		return RFS_OK;
-	*type = le32_at(head, R_TYPE);
-	*len = le32_at(head, R_LEN);
-	uint8_t *dst;
-	if (*type == REC_BLOCK && *len == rd->bs)
-		dst = rd->rec;
-	else if (*type == REC_FINAL && *len == le64_at(head, R_BLK) * FINAL_ENTRY &&
-		 *len <= FINAL_PER_RECORD * FINAL_ENTRY)
-		dst = rd->final_buf;
-	else
-		return RFS_OK;
-	memcpy(dst, head, REC_HEAD);
-	st = pread_upto(rd->fd, dst + REC_HEAD, *len, pos + REC_HEAD, &got, "an undo record", err);
-	if (st || got < *len)
-		return st;
-	if (undo_crc32c(0, dst + REC_HEAD, *len) != le32_at(head, R_PAYLOAD_CRC))
-		return RFS_OK;
-	*verdict = REC_VALID;
-	return RFS_OK;
-}
-
-/* True when a valid record head of a LATER sync batch than record seq sits
- * after pos: then record seq's batch had been synced (the writer starts a
- * batch only after the previous one's sync), so a failure at seq is
- * corruption, not a torn write.  Only the next RFS_UNDO_MAX_BATCH positions
- * need looking at: a longer tail is refused anyway. */
-static bool later_batch_follows(struct undo_reader *rd, uint64_t pos, uint64_t seq)
-{
-	uint64_t rec = REC_HEAD + rd->bs;
-	for (uint64_t k = 1; k <= RFS_UNDO_MAX_BATCH; k++) {
-		uint64_t q = pos + k * rec;
-		uint8_t head[REC_HEAD];
-		size_t got;
-		if (q + REC_HEAD > rd->file_size ||
-		    pread_upto(rd->fd, head, REC_HEAD, q, &got, "an undo record", NULL) || got < REC_HEAD)
-			return false;
-		if (memcmp(head + R_MAGIC, REC_MAGIC, 4) != 0 ||
-		    le32_at(head, R_CRC) != undo_crc32c(0, head, R_CRC) ||
-		    le64_at(head, R_NONCE) != rd->nonce || le64_at(head, R_SEQ) != seq + k)
-			continue;
-		if (seq + k - le32_at(head, R_BATCH_INDEX) > seq)
-			return true;
-	}
-	return false;
-}
-
-struct apply_ctx {
-	struct undo_reader rd;
-	struct rfs_dev *dev;
-	unsigned flags;
-	struct undo_apply_result *res;
-	uint64_t valid_end;           /* offset after the last valid block record */
-	uint8_t *img;                 /* one image block */
-};
-
-static rfs_status check_identity(struct apply_ctx *a, struct rfs_error *err)
-{
-	const uint8_t *h = a->rd.hdr;
-	uint32_t at = 0;
-	uint8_t cur[RFS_UNDO_MAX_IDENTITY_BYTES];
-	for (uint32_t i = 0; i < a->rd.id_count; i++) {
-		uint64_t off = le64_at(h, H_RANGES + H_RANGE_SIZE * i);
-		uint32_t len = le32_at(h, H_RANGES + H_RANGE_SIZE * i + 8);
-		if (off > a->rd.target.image_size || len > a->rd.target.image_size - off)
-			return bad_undo(err, "%s %llu", "undo identity range outside the image at", off);
-		rfs_status st = rfs_dev_read_bytes(a->dev, off, cur, len, err);
-		if (st)
-			return st;
-		if (memcmp(cur, h + H_ID_DATA + at, len) != 0)
-			return bad_undo(err, "%s at byte %llu of the filesystem",
-					"wrong image: identity bytes differ", off);
-		at += len;
-	}
-	a->res->identity_ranges = a->rd.id_count;
-	return RFS_OK;
-}
-
-/* Compares each block the run last wrote with the image (finished files). */
-static rfs_status check_final(struct apply_ctx *a, uint64_t pos, uint64_t seq,
-			      struct rfs_error *err)
-{
-	while (pos < a->rd.final_end) {
-		enum rec_verdict v;
-		uint32_t type = 0, len = 0;
-		rfs_status st = read_record(&a->rd, pos, seq, &v, &type, &len, err);
-		if (st)
-			return st;
-		if (v != REC_VALID || type != REC_FINAL)
-			return bad_undo(err, "%s %llu", "bad final-content record at offset", pos);
-		for (uint32_t k = 0; k < len / FINAL_ENTRY; k++) {
-			const uint8_t *e = a->rd.final_buf + REC_HEAD + (size_t)k * FINAL_ENTRY;
-			uint64_t blk = le64_at(e, 0);
-			if (blk >= a->rd.target.image_size / a->rd.bs)
-				return bad_undo(err, "%s %llu", "final record names a block past the end:", blk);
-			st = rfs_dev_read_block(a->dev, blk, a->img, err);
-			if (st)
-				return st;
-			if (undo_crc32c(0, a->img, a->rd.bs) != le32_at(e, 8))
-				a->res->changed_since_run++;
-		}
-		pos += REC_HEAD + len;
-		seq++;
-	}
-	if (a->res->changed_since_run && a->res->already_original == a->res->records)
-		return RFS_OK;	/* already restored: writing again changes nothing */
-	if (a->res->changed_since_run && !(a->flags & UNDO_APPLY_FORCE))
-		return rfs_error_set(err, RFS_ERR_UNDO, RFS_NO_BLOCK,
-				     "%llu block(s) of the image differ from what the repair left: "
-				     "the image changed since, or it is the wrong image (--force "
-				     "restores anyway)", (unsigned long long)a->res->changed_since_run);
-	if (a->res->changed_since_run)
-		a->res->forced = true;
-	return RFS_OK;
-}
-
-/*
- * Walks the block records.  Pass 1 (write == false) verifies all of them and
- * sets valid_end; pass 2 writes the blocks pass 1 verified, re-verifying each.
- */
-static rfs_status walk_records(struct apply_ctx *a, bool write, undo_block_fn on_block,
-			       void *ctx, struct rfs_error *err)
-{
-	struct undo_reader *rd = &a->rd;
-	uint64_t rec = REC_HEAD + rd->bs, pos = HDR_SIZE, seq = 0;
-	uint64_t nblocks = rd->target.image_size / rd->bs;
-	uint64_t limit = write ? a->valid_end
-		       : rd->state == UNDO_STATE_FINISHED ? rd->records_end : rd->file_size;
-	struct blkmap seen = { 0 };
-	rfs_status st = RFS_OK;
-	while (pos < limit) {
-		enum rec_verdict v;
-		uint32_t type = 0, len = 0;
-		st = read_record(rd, pos, seq, &v, &type, &len, err);
-		if (st)
-			break;
-		if (v == REC_VALID && type == REC_FINAL && rd->state == UNDO_STATE_OPEN && !write)
-			break;	/* killed inside undo_finish: the block records are complete */
-		if (v != REC_VALID || type != REC_BLOCK) {
-			if (write) {
-				st = bad_undo(err, "%s %llu", "undo file changed while applying, at offset", pos);
-				break;
-			}
-			uint64_t tail = rd->file_size - pos;
-			bool torn = rd->state == UNDO_STATE_OPEN &&
-				    tail <= (uint64_t)RFS_UNDO_MAX_BATCH * rec &&
-				    !later_batch_follows(rd, pos, seq);
-			if (!torn && !(a->flags & UNDO_APPLY_FORCE)) {
-				st = bad_undo(err, "%s %llu", "undo record fails verification at offset", pos);
-				break;
-			}
-			a->res->forced |= !torn;
-			a->res->torn_bytes = tail;
-			break;
-		}
-		uint64_t blk = le64_at(rd->rec, R_BLK);
-		if (blk >= nblocks) {
-			st = bad_undo(err, "%s %llu", "undo record names a block past the image end:", blk);
-			break;
-		}
-		if (!write) {
-			/* Pass 1 also notes blocks that already hold their original, so
-			 * that a second apply is recognised instead of refused. */
-			st = rfs_dev_read_block(a->dev, blk, a->img, err);
-			if (st)
-				break;
-			undo_transform(block_seed(rd->nonce, blk), rd->rec + REC_HEAD, rd->bs);
-			a->res->already_original += memcmp(a->img, rd->rec + REC_HEAD, rd->bs) == 0;
-			bool added;
-			st = blkmap_add(&seen, blk, &added, err);
-			if (st)
-				break;
-			if (!added) {
-				st = bad_undo(err, "%s %llu", "undo file saves a block twice:", blk);
-				break;
-			}
-			a->res->records++;
-		} else {
-			undo_transform(block_seed(rd->nonce, blk), rd->rec + REC_HEAD, rd->bs);
-			if (!(a->flags & UNDO_APPLY_DRY_RUN)) {
-				st = rfs_dev_write_block(a->dev, blk, rd->rec + REC_HEAD, err);
-				if (st)
-					break;
-				a->res->blocks_restored++;
-			}
-			if (on_block)
-				on_block(ctx, blk);
-		}
-		pos += rec;
-		seq++;
-	}
-	blkmap_free(&seen);
-	if (st)
-		return st;
-	if (!write) {
-		a->valid_end = pos;
-		if (rd->state == UNDO_STATE_FINISHED && a->res->torn_bytes == 0)
-			return check_final(a, rd->records_end, rd->records, err);
-	}
-	return RFS_OK;
-}
-
-rfs_status undo_apply(const char *undo_path, const char *image_path, unsigned flags,
-		      undo_block_fn on_block, void *ctx, struct undo_apply_result *res,
-		      struct rfs_error *err)
-{
-	memset(res, 0, sizeof(*res));
-	struct apply_ctx a = { .rd = { .fd = -1 }, .flags = flags, .res = res };
-	rfs_status st = reader_open(&a.rd, undo_path, err);
-	res->state = a.rd.state;
-	res->target = a.rd.target;
-	if (st || a.rd.state == UNDO_STATE_CREATING)
-		goto out;	/* creating: no record, so the run wrote nothing */
-	struct rfs_dev_options o = {
-		.path = image_path, .offset = a.rd.target.fs_offset,
-		.flags = flags & UNDO_APPLY_DRY_RUN ? 0 : RFS_DEV_WRITE | RFS_DEV_NO_UNDO,
-	};
-	st = rfs_dev_open(&o, &a.dev, err);
-	if (st)
-		goto out;
-	if (rfs_dev_size(a.dev) != a.rd.target.image_size) {
-		st = rfs_error_set(err, RFS_ERR_UNDO, RFS_NO_BLOCK,
-				   "wrong image: %llu bytes from offset %llu, the undo file is for %llu",
-				   (unsigned long long)rfs_dev_size(a.dev),
-				   (unsigned long long)a.rd.target.fs_offset,
-				   (unsigned long long)a.rd.target.image_size);
-		goto out;
-	}
-	st = rfs_dev_set_block_size(a.dev, a.rd.bs, err);
-	if (!st && !(a.img = malloc(a.rd.bs)))
-		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "image block buffer");
-	if (!st)
-		st = check_identity(&a, err);
-	if (!st)
-		st = walk_records(&a, false, NULL, NULL, err);
-	if (!st)
-		st = walk_records(&a, true, on_block, ctx, err);
-out:
-	if (a.dev) {
-		struct rfs_error cerr;
-		rfs_error_clear(&cerr);
-		rfs_status cst = rfs_dev_close(a.dev, &cerr);	/* syncs the image */
-		if (!st && cst) {
-			st = cst;
-			if (err && err->status == RFS_OK)
-				*err = cerr;
-		}
-	}
-	free(a.img);
-	reader_close(&a.rd);
 	return st;
 }

@@ -26,7 +26,7 @@ import damage  # noqa: E402
 import oracle  # noqa: E402
 import score  # noqa: E402
 
-KTIMEOUT = int(os.environ.get("RFSCK_BASELINE_KERNEL_TIMEOUT", "180"))
+KTIMEOUT = int(os.environ.get("RFSCK_BASELINE_KERNEL_TIMEOUT", "600"))
 F, N, T, P = "r36-features-r5", "r36-nested", "r36-hash-tea", "r35-features-r5"
 S = "r36-stdjournal-r5"
 # (image, damage recipe or "none", n, seed, reiserfsck mode)

@@ -47,7 +47,7 @@ IMAGES = [
      "recipes": ["nested-outer.sh"],
      "inner": {"mib": 8, "mkfs": ["--format", "3.6", "-h", "r5", "-s", "513"],
                "recipes": ["nested-inner.sh"], "path_in_outer": "/images/inner.img"}},
-    {"name": "r36-bigtree", "mib": 160, "mkfs": ["--format", "3.6", "-h", "r5"],
+    {"name": "r36-bigtree", "mib": 320, "mkfs": ["--format", "3.6", "-h", "r5"],
      "recipes": ["bigtree.sh"], "big": True},
 ]
 

@@ -112,9 +112,10 @@ struct undo_apply_result {
  * unless UNDO_APPLY_DRY_RUN, writes every saved block back and syncs.
  * Verification (all before any write): header magic/version/checksums; the
  * image size and the identity ranges; every record's checksums, sequence and
- * block number; each block saved at most once.  A torn tail (at most one
- * batch of records, at the end of an unfinished file) is ignored: by
- * invariant (1) of io_undo.c those blocks were never overwritten.
+ * block number; each block saved at most once.  A torn tail of an
+ * unfinished file (records of the last sync batch, or the final-content
+ * record of a run killed while finishing) is ignored: by invariant (1) of
+ * io_undo.c the blocks of an unsynced batch were never overwritten.
  * With UNDO_APPLY_FORCE, two more things are accepted: a damaged tail in a
  * finished file, and image blocks that differ from what the run left behind
  * (the image was changed after the run).  When every saved block already
