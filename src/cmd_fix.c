@@ -51,6 +51,8 @@ static void check_release(struct rfs_check *c)
 	rfs_objtab_free(&c->objects);
 	rfs_bitmap_free(&c->claimed);
 	u64set_free(&c->written);
+	free(c->sb_buf);   /* left only when a run failed before committing it */
+	c->sb_buf = NULL;
 	rfs_reporter_free(c->rep);
 	c->rep = NULL;
 }
@@ -257,6 +259,12 @@ int cmd_fix(int argc, char **argv)
 		fo.dev.undo_path = o.undo;
 	}
 	fo.dev.path = target;
+#ifdef RFS_TEST_BUILD
+	/* Test builds only: simulate a crash after N writes (tests/integration). */
+	const char *hook = getenv("RFSCK_TEST_STOP_AFTER_WRITE");
+	if (hook)
+		fo.dev.stop_after_write_nth = strtoull(hook, NULL, 10);
+#endif
 	struct rfs_check c;
 	memset(&c, 0, sizeof(c));
 	fo.sb_fault_ctx = &c;
@@ -281,6 +289,7 @@ int cmd_fix(int argc, char **argv)
 		st = rfs_error_set(&err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "list of written blocks");
 	json_t *fixes = c.rep ? json_incref(rfs_reporter_json(c.rep)) : NULL;
 	uint64_t nfixed = c.rep ? rfs_reporter_fixed(c.rep) : 0;
+	uint64_t nwrites = c.blocks_written;
 	check_release(&c);
 	struct rfs_error cerr;
 	rfs_error_clear(&cerr);
@@ -318,6 +327,7 @@ int cmd_fix(int argc, char **argv)
 				      "target", target, "dry_run", o.dry_run, "exit", rc,
 				      "repairs", (json_int_t)nfixed, "problems", fixes ? fixes : json_array(),
 				      "blocks_written", wb);
+		json_object_set_new(j, "writes", json_integer((json_int_t)nwrites));
 		if (o.undo)
 			json_object_set_new(j, "undo", json_string(o.undo));
 		cli_json_print(j);

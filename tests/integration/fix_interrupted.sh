@@ -1,0 +1,58 @@
+#!/bin/sh
+# fix_interrupted.sh - `rfsck fix` stopped after its Nth block write (the test
+# build's RFSCK_TEST_STOP_AFTER_WRITE hook: that write and all later ones never
+# reach the image, as in a crash), for every N from 1 to one past the number of
+# writes the repair needs.  Each run must end in exit 8 with an undo file
+# that restores the damaged image byte for byte, or (N past the end) in exit 1;
+# and after every interrupted run, a second `fix` (new undo file) must finish
+# the job: exit 1 and a clean check.  SQLite's before-or-after rule for images.
+set -eu
+: "${RFSCK:?}" "${WORK:?}" "${TOP:?}"
+"$RFSCK" --version >/dev/null
+W=$WORK
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+cases=0; runs=0
+sweep() {   # NAME DAMAGED_IMAGE
+	name=$1; src=$2
+	damaged=$(sum "$src")
+	cp "$src" "$W/probe.img"
+	"$RFSCK" fix --yes --json --no-undo "$W/probe.img" >"$W/probe.json" || [ $? -eq 1 ]
+	writes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["writes"])' "$W/probe.json")
+	[ "$writes" -ge 2 ] || { echo "$name: only $writes writes, not a useful sweep"; exit 1; }
+	n=1
+	while [ "$n" -le $((writes + 1)) ]; do
+		cp "$src" "$W/x.img"
+		rm -f "$W/x.img.rfsck-undo" "$W/x.img.second-undo"
+		set +e
+		RFSCK_TEST_STOP_AFTER_WRITE=$n "$RFSCK" fix --yes -q "$W/x.img" >/dev/null 2>"$W/err"
+		rc=$?
+		set -e
+		runs=$((runs + 1))
+		if [ "$n" -le "$writes" ]; then
+			[ "$rc" -eq 8 ] || { echo "$name: stop at write $n: exit $rc, 8 expected"; cat "$W/err"; exit 1; }
+			cp "$W/x.img" "$W/y.img"
+			"$RFSCK" undo -q "$W/x.img.rfsck-undo" "$W/y.img" >/dev/null
+			[ "$(sum "$W/y.img")" = "$damaged" ] || { echo "$name: undo after stop at write $n does not restore"; exit 1; }
+			set +e
+			"$RFSCK" fix --yes -q --undo "$W/x.img.second-undo" "$W/x.img" >/dev/null 2>"$W/err"
+			rc=$?
+			set -e
+			[ "$rc" -eq 1 ] || { echo "$name: rerun after stop at write $n: exit $rc"; cat "$W/err"; exit 1; }
+		else
+			[ "$rc" -eq 1 ] || { echo "$name: no stop ($n > $writes writes): exit $rc"; cat "$W/err"; exit 1; }
+		fi
+		"$RFSCK" check -q "$W/x.img" || { echo "$name: not clean after stop at $n and rerun"; exit 1; }
+		n=$((n + 1))
+	done
+	cases=$((cases + 1))
+	echo "ok $name: $writes writes, stopped after each"
+}
+xz -dc "$TOP/corpus/images/r36-crash-commit.prereplay.img.xz" >"$W/d1.img"
+sweep crash-commit-journal "$W/d1.img"
+xz -dc "$TOP/corpus/images/r36-features-r5.img.xz" >"$W/d2.img"
+for r in leaf-free-space dc-size root-nlink tree-height free-count; do
+	python3 "$TOP/tests/lib/fixable_damage.py" "$r" "$W/d2.img" >/dev/null
+done
+python3 "$TOP/corpus/tools/damage.py" zero-bitmaps "$W/d2.img" "$W/d3.img" --seed 1 --record "$W/r.json" >/dev/null
+sweep combined-damage "$W/d3.img"
+echo "$cases cases, $runs interrupted runs: undo restores, a rerun finishes"
