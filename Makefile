@@ -6,6 +6,7 @@
 #   make demo     build, then run rfsck on an image shipped in corpus/
 #   make bench    benchmarks against reiserfsck (not part of make test)
 #   make corpus   rebuild the kernel-written corpus (needs qemu; see corpus/)
+#   make fuzz     libFuzzer harnesses for a bounded time (needs clang; tests/fuzz/)
 
 CC       ?= cc
 PKGS     := sqlite3 libmagic jansson
@@ -39,7 +40,7 @@ DEB_BUILD := build-essential pkg-config libsqlite3-dev libmagic-dev libjansson-d
              libcmocka-dev
 DEB_TEST  := reiserfsprogs grub-common xz-utils gzip file sqlite3 python3 coreutils
 
-.PHONY: all deps test unit integration demo clean bench help
+.PHONY: all deps test unit integration demo clean bench help fuzz-regress
 
 all: rfsck
 
@@ -83,7 +84,7 @@ deps-check:
 
 # Tests: unit tests (cmocka) then integration scripts, all against the ASan/UBSan build.
 test: deps
-	$(MAKE) unit integration
+	$(MAKE) unit fuzz-regress integration
 
 unit: $(UNIT_BIN) $(ASAN_DIR)/rfsck $(TOOL_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
@@ -104,3 +105,4 @@ clean:
 	rm -rf build rfsck
 
 -include corpus/corpus.mk
+-include tests/fuzz/fuzz.mk

@@ -7,6 +7,7 @@
 #   make corpus-big      also build the big, not shipped images (160 MiB tree)
 #   make test-kernel     kernel-view check of 3 shipped images against their manifests
 #   make corpus-baseline damage recipes x reiserfsck, scored by the kernel view
+#   make corpus-selftest kernel-free self-test of damage/score/oracle (12 s)
 #
 # Scratch goes to $(RFSCK_CORPUS_CACHE) (default corpus/build, git-ignored).
 
@@ -18,7 +19,7 @@ CORPUS_DEBS  := qemu-system-x86 busybox-static reiserfsprogs grub-common xz-util
 CORPUS_CMDS  := qemu-system-x86_64 busybox mkreiserfs reiserfsck debugreiserfs grub-fstest xz \
                 python3 cpio gzip gcc dpkg-deb apt-get apt-cache
 
-.PHONY: corpus corpus-deps corpus-big test-kernel corpus-baseline corpus-clean
+.PHONY: corpus corpus-deps corpus-big test-kernel corpus-baseline corpus-selftest corpus-clean
 
 corpus-deps:
 	@missing=""; for c in $(CORPUS_CMDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
@@ -40,6 +41,9 @@ test-kernel: corpus-deps
 
 corpus-baseline: corpus-deps
 	$(CORPUS_PY) $(CORPUS_TOOLS)/baseline.py
+
+corpus-selftest:
+	sh $(CORPUS_TOOLS)/selftest.sh
 
 corpus-clean:
 	rm -rf $(CORPUS_DIR)/build

@@ -113,6 +113,8 @@ static rfs_status read_indirect(struct body_reader *r, const struct rfs_item_hea
 			run++;
 		}
 		emit_hole_to(r, off);
+		if (r->stop)
+			break;
 		st = emit_run(r, ptr, run, off, err);
 		if (st)
 			return st;

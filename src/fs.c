@@ -103,8 +103,12 @@ rfs_status rfs_fs_open(const struct rfs_fs_options *opt, struct rfs_fs **out,
 		struct rfs_super replayed;
 		struct rfs_error e;
 		rfs_error_clear(&e);
+		/* A logged superblock is adopted only if it passes the same check as
+		 * the on-disk one (and keeps its geometry); else the on-disk stays. */
 		if (read_super_at(fs->dev, fs->sb.sb_byte_offset, &replayed, &e) == RFS_OK &&
-		    replayed.blocksize == fs->sb.blocksize)
+		    replayed.blocksize == fs->sb.blocksize &&
+		    replayed.block_count == fs->sb.block_count &&
+		    rfs_super_check(&replayed, dev_blocks, NULL, NULL) == RFS_OK)
 			fs->sb = replayed;
 	}
 	fs->hash_code = opt->hash_override ? opt->hash_override

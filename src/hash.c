@@ -82,14 +82,11 @@ uint32_t rfs_hash_tea(const uint8_t *name, size_t len)
 
 uint32_t rfs_hash_rupasov(const uint8_t *name, size_t len)
 {
+	/* sum of (byte - '0') * 10^(len-1-i), all mod 2^32, by Horner's rule
+	 * (the reference computes each power afresh, quadratic in len) */
 	uint32_t a = 0;
-	/* sum of (byte - '0') * 10^(len-1-i), all mod 2^32 */
-	for (size_t i = 0; i < len; i++) {
-		uint32_t pow = 1;
-		for (size_t j = i + 1; j < len; j++)
-			pow *= 10;
-		a += (sbyte(name[i]) - 48u) * pow;
-	}
+	for (size_t i = 0; i < len; i++)
+		a = a * 10 + (sbyte(name[i]) - 48u);
 	/* plus the constant tail sum of k for k = max(len, 40) .. 255 */
 	for (size_t k = len > 40 ? len : 40; k < 256; k++)
 		a += (uint32_t)k;

@@ -53,7 +53,7 @@ static bool trans_at(struct jctx *j, uint32_t off, struct trans *t)
 	if (!rfs_journal_desc_decode(j->desc, j->fs->bs, &id, &len, &mid))
 		return false;
 	uint32_t tmax = j->fs->sb.j_trans_max ? j->fs->sb.j_trans_max : 1024;
-	if (len == 0 || len > tmax || len + 2 > j->size)
+	if (len == 0 || len > tmax || (uint64_t)len + 2 > j->size)
 		return false;
 	if (rfs_dev_read_block(j->fs->dev, log_block(j, (uint64_t)off + len + 1), j->commit, &e))
 		return false;
@@ -141,14 +141,14 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 
 	/* The newest transaction in the log, whatever the header says: a header
 	 * repair points just past it so that nothing stale is ever replayed. */
-	for (uint32_t off = 0; off < j.size;) {
+	for (uint64_t off = 0; off < j.size;) {
 		struct trans t;
-		if (trans_at(&j, off, &t)) {
+		if (trans_at(&j, (uint32_t)off, &t)) {
 			if (!js->have_newest || t.trans_id > js->newest_trans_id) {
 				js->have_newest = true;
 				js->newest_trans_id = t.trans_id;
 				js->newest_mount_id = t.mount_id;
-				js->newest_next_offset = (off + t.len + 2) % j.size;
+				js->newest_next_offset = (uint32_t)((off + t.len + 2) % j.size);
 			}
 			off += t.len + 2;
 		} else {
@@ -176,9 +176,9 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 	/* Scan the log for the oldest acceptable transaction and the newest mount. */
 	bool found = false;
 	struct trans oldest = { 0 };
-	for (uint32_t off = 0; off < j.size;) {
+	for (uint64_t off = 0; off < j.size;) {
 		struct trans t;
-		if (trans_at(&j, off, &t) && t.trans_id >= oldest_ok_id &&
+		if (trans_at(&j, (uint32_t)off, &t) && t.trans_id >= oldest_ok_id &&
 		    (newest_mount == 0 || t.mount_id >= newest_mount)) {
 			if (!found || t.trans_id < oldest.trans_id)
 				oldest = t;
@@ -196,11 +196,11 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 	/* Walk forward from the oldest. */
 	js->mount_id = newest_mount;
 	js->first_trans_id = oldest.trans_id;
-	uint32_t off = oldest.start;
+	uint64_t off = oldest.start;
 	uint64_t walked = 0;
 	while (walked < j.size) {
 		struct trans t;
-		if (!trans_at(&j, off % j.size, &t) || t.trans_id < oldest.trans_id ||
+		if (!trans_at(&j, (uint32_t)(off % j.size), &t) || t.trans_id < oldest.trans_id ||
 		    t.mount_id != newest_mount)
 			break;
 		if (js->pending && t.trans_id <= js->last_trans_id)
@@ -218,7 +218,7 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 		if (replay)
 			js->replayed++;
 		off = (off + t.len + 2) % j.size;
-		js->next_offset = off;
+		js->next_offset = (uint32_t)off;
 		walked += t.len + 2;
 	}
 out:

@@ -3,6 +3,7 @@
 # 40..600 bytes, all tails) plus a 250 MiB file, so that blocks in all three
 # bitmap groups are used.  Build-on-demand only (not shipped).
 # rfsck-mountopts: rw
+# rfsck-timeout: 2400
 mkdir small
 $GH mkfiles small 24000 100 4242 40 600
 $GH gen 4343 262144000 text > big_250mib

@@ -24,6 +24,7 @@ Exit 0 always (it is a measurement); 2 on bad input.
 import argparse
 import json
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -95,6 +96,7 @@ def score(truth, result, ignore_mtime=False, details=0):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     ap = argparse.ArgumentParser()
     ap.add_argument("truth")
     ap.add_argument("result")

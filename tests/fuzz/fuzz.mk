@@ -93,7 +93,7 @@ $(FUZZ_DIR)/corpus/$(1) $(FUZZ_DIR)/seeds/$(1)"; \
 	    echo "replay:   make fuzz-regress   or   $(FUZZ_DIR)/fuzz_$(1) $(FUZZ_REG_DIR)/$(1)/$$name"; \
 	    echo "status:   open (remove this line when src/ is fixed)"; \
 	    echo "what it broke (first report lines of the log):"; \
-	    grep -E 'ERROR|SUMMARY|contract violated|#[0-9]+ 0x[0-9a-f]+ in ' $(FUZZ_DIR)/logs/$(1).log | head -n 14 | sed 's/^/  /'; \
+	    grep -E 'ERROR|SUMMARY|contract violated|TIMEOUT|timeout|#[0-9]+ 0x[0-9a-f]+ in .*/(src|tests)/' $(FUZZ_DIR)/logs/$(1).log | head -n 14 | sed 's/^/  /'; \
 	  } > $(FUZZ_REG_DIR)/$(1)/$$name.txt; \
 	  echo "== fuzz $(1): FINDING filed as $(FUZZ_REG_DIR)/$(1)/$$name (+ .txt)"; \
 	done; \
