@@ -10,8 +10,8 @@
 
 #include "cli_common.h"
 #include "rfs/hash.h"
+#include "rfs/version.h"
 
-#define RFSCK_VERSION "0.1.0"
 
 struct command {
 	const char *name;
@@ -52,12 +52,28 @@ static const struct command commands[] = {
 	  "sparse image (--output NEW, IMAGE untouched), or nowhere (--dry-run, which\n"
 	  "lists every repair and every block it would write).  Asks on a terminal;\n"
 	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n" },
+	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
+	  "Copy every file, directory and symlink of the image into OUTDIR/root,\n"
+	  "with modes, owners (as root), times, hard links and holes, and write\n"
+	  "OUTDIR/manifest.jsonl (one line per object: path, path_hex, key, type,\n"
+	  "stat fields, sha256, target_hex, status, blocks, extracted_as), a Sleuth\n"
+	  "Kit body file OUTDIR/bodyfile (mactime -b) and OUTDIR/report.json (totals,\n"
+	  "problems, image SHA-256 before and after).  The image is opened read-only\n"
+	  "and the journal replayed in memory only.  Names that cannot be stored are\n"
+	  "escaped ('%' '/' NUL -> %XX, \".\" -> %2E); nothing is written outside OUTDIR.\n"
+	  "Exit 0 all extracted, 4 some objects unreadable (the rest extracted),\n"
+	  "8 operational error, 16 OUTDIR not empty.\n"
+	  "  --force      salvage into a non-empty OUTDIR (OUTDIR/root must not exist)\n"
+	  "  --devices    create device nodes, FIFOs and sockets (default: manifest only)\n"
+	  "  --mapfile M  ddrescue map: blocks not rescued are written as zeros, listed as\n"
+	  "               missing ranges, and the file's status is \"partial\"\n"
+	  "  --json       one JSON summary object on stdout\n" },
 	{ "undo", cmd_undo, "undo [--dry-run] [--force] [--json] UNDOFILE IMAGE",
 	  "Restore the blocks saved in an undo file written by fix or rebuild.\n"
 	  "Refuses an undo file that does not verify or belongs to another image.\n" },
 };
 
-static const char *const planned[] = { "rebuild", "salvage" };
+static const char *const planned[] = { "rebuild" };
 
 static void usage(FILE *out)
 {

@@ -1,0 +1,343 @@
+/*
+ * cmd_salvage.c - `rfsck salvage IMAGE OUTDIR`: copy every object out of an
+ * image into OUTDIR, never writing to the image.
+ *
+ * Order of work, each step a precondition of the next:
+ *  1. SHA-256 known-answer test (the digests below must be right);
+ *  2. OUTDIR created if missing, opened O_DIRECTORY|O_NOFOLLOW, refused when
+ *     not empty unless --force (exit 16);
+ *  3. digest of the whole image file before anything else reads it;
+ *  4. the image opened read-only, the journal replayed in memory only
+ *     (cli_open_readonly with replay), the tree walked by src/salvage.c;
+ *  5. digest of the image again, then OUTDIR/report.json.
+ * Exit status: 0 every object extracted complete; 4 some objects could not be
+ * read (damaged tree: the rest is extracted, each problem is in report.json;
+ * `rfsck rebuild` or the coming damaged-tree salvage may recover more);
+ * 8 operational (image unreadable, OUTDIR not writable, the image changed).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "rfs/version.h"
+#include "rfs/salvage.h"
+#include "rfs/sha256.h"
+
+/* The version string lives in src/main.c; report.json repeats it here until
+ * it moves to a shared header. */
+
+enum { OPT_FORCE = OPT_FIRST_COMMAND_OPTION, OPT_DEVICES };
+
+static double now_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void iso_time(double t, char out[32])
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&s, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		strcpy(out, "?");
+}
+
+/* Digest of the whole image file (not only the filesystem at --offset):
+ * what a forensic examiner compares with their acquisition hash. */
+static rfs_status image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
+			       struct rfs_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "%s: cannot open for hashing", path);
+	enum { CHUNK = 1 << 20 };
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf) {
+		close(fd);
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "hash buffer");
+	}
+	struct rfs_sha256 c;
+	rfs_sha256_init(&c);
+	rfs_status st = RFS_OK;
+	for (;;) {
+		ssize_t n = read(fd, buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "%s: read failed while hashing", path);
+			break;
+		}
+		if (n == 0)
+			break;
+		rfs_sha256_update(&c, buf, (size_t)n);
+	}
+	free(buf);
+	close(fd);
+	if (!st) {
+		uint8_t d[RFS_SHA256_LEN];
+		rfs_sha256_final(&c, d);
+		rfs_sha256_hex(d, hex);
+	}
+	return st;
+}
+
+/* 1 when the directory has entries other than "." and "..", 0 when empty,
+ * -1 with errno on failure. */
+static int dir_has_entries(int fd)
+{
+	int d = dup(fd);
+	if (d < 0)
+		return -1;
+	DIR *dir = fdopendir(d);
+	if (!dir) {
+		close(d);
+		return -1;
+	}
+	int found = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(dir)) != NULL) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			found = 1;
+			break;
+		}
+	}
+	int e = errno;
+	closedir(dir);
+	if (!found && e) {
+		errno = e;
+		return -1;
+	}
+	return found;
+}
+
+static FILE *create_output(int dirfd, const char *name, struct rfs_error *err)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rfs_error_sys(err, errno, RFS_NO_BLOCK, "cannot create OUTDIR/%s", name);
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		rfs_error_sys(err, errno, RFS_NO_BLOCK, "OUTDIR/%s", name);
+		close(fd);
+	}
+	return f;
+}
+
+static json_t *problems_json(const struct salvage_totals *t)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < t->nproblems; i++) {
+		const struct salvage_problem *p = &t->problems[i];
+		json_array_append_new(a, json_pack("{s:s, s:[I,I], s:s}", "path", p->path, "key",
+						   (json_int_t)p->dir_id, (json_int_t)p->objectid,
+						   "problem", p->what));
+	}
+	return a;
+}
+
+int cmd_salvage(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "devices", no_argument, NULL, OPT_DEVICES },
+		{ NULL, 0, NULL, 0 } };
+	struct rfs_common_opts co = { 0 };
+	bool force = false, devices = false;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "qv", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HELP: cli_print_command_help("salvage", stdout); return RFS_EXIT_OK;
+		case OPT_FORCE: force = true; continue;
+		case OPT_DEVICES: devices = true; continue;
+		}
+		int k = cli_common_option("salvage", opt, optarg, &co);
+		if (k < 0)
+			return RFS_EXIT_USAGE;
+		if (k == 0)
+			return cli_usage_error("salvage", "unknown option");
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("salvage", "expects IMAGE OUTDIR");
+	const char *image = argv[optind], *outdir = argv[optind + 1];
+
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	if (rfs_sha256_selftest(&err))
+		return cli_fail("salvage", &err);
+
+	/* An image that cannot be opened should not leave a new OUTDIR behind. */
+	int probe = open(image, O_RDONLY | O_CLOEXEC);
+	if (probe < 0) {
+		rfs_error_sys(&err, errno, RFS_NO_BLOCK, "%s: cannot open", image);
+		return cli_fail("salvage", &err);
+	}
+	close(probe);
+	if (mkdir(outdir, 0755) && errno != EEXIST) {
+		rfs_error_sys(&err, errno, RFS_NO_BLOCK, "cannot create %s", outdir);
+		return cli_fail("salvage", &err);
+	}
+	int outfd = open(outdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (outfd < 0) {
+		rfs_error_sys(&err, errno, RFS_NO_BLOCK, "cannot open %s as a directory%s", outdir,
+			      errno == ELOOP || errno == ENOTDIR ? " (it must be a directory, not a symlink)" : "");
+		return cli_fail("salvage", &err);
+	}
+	int has = dir_has_entries(outfd);
+	if (has < 0) {
+		rfs_error_sys(&err, errno, RFS_NO_BLOCK, "cannot read %s", outdir);
+		close(outfd);
+		return cli_fail("salvage", &err);
+	}
+	if (has && !force) {
+		close(outfd);
+		return cli_usage_error("salvage", "%s is not empty; salvage into an empty or new directory, or pass --force", outdir);
+	}
+
+	double t0 = now_wall();
+	struct rfs_progress progress;
+	rfs_progress_init(&progress, co.progress != 0, co.quiet || co.json);
+	char before[RFS_SHA256_HEX_LEN + 1] = "", after[RFS_SHA256_HEX_LEN + 1] = "";
+	struct rfs_fs *fs = NULL;
+	FILE *manifest = NULL, *bodyfile = NULL, *report = NULL;
+	struct salvage_totals totals = { 0 };
+	int rc = RFS_EXIT_OK;
+	rfs_status run_st = RFS_OK;
+	struct rfs_error run_err;
+	rfs_error_clear(&run_err);
+
+	rfs_progress_phase(&progress, "hashing image", "files", 0);
+	if (image_digest(image, before, &err)) {
+		rfs_progress_done(&progress);
+		rc = cli_fail("salvage", &err);
+		goto out;
+	}
+	rfs_progress_done(&progress);
+	if (cli_open_readonly(image, &co, true, NULL, NULL, &fs, &err)) {
+		rc = cli_fail("salvage", &err);
+		goto out;
+	}
+	manifest = create_output(outfd, "manifest.jsonl", &err);
+	bodyfile = manifest ? create_output(outfd, "bodyfile", &err) : NULL;
+	if (!manifest || !bodyfile) {
+		rc = cli_fail("salvage", &err);
+		goto out;
+	}
+	struct salvage_options so = {
+		.outdir_fd = outfd, .devices = devices, .chown = geteuid() == 0,
+		.manifest = manifest, .bodyfile = bodyfile, .progress = &progress,
+	};
+	rfs_progress_phase(&progress, "extracting", "objects", 0);
+	run_st = salvage_run(fs, &so, &totals, &run_err);
+	rfs_progress_done(&progress);
+	if (fflush(manifest) || fsync(fileno(manifest)) || fflush(bodyfile) ||
+	    fsync(fileno(bodyfile))) {
+		if (!run_st)
+			run_st = rfs_error_sys(&run_err, errno, RFS_NO_BLOCK, "writing the manifest or body file");
+	}
+	struct rfs_error cerr;
+	rfs_error_clear(&cerr);
+	uint32_t replayed = fs->journal.replayed;
+	rfs_fs_close(fs, &cerr);
+	fs = NULL;
+	if (image_digest(image, after, &err)) {
+		rc = cli_fail("salvage", &err);
+		goto out;
+	}
+	double t1 = now_wall();
+
+	bool image_same = strcmp(before, after) == 0;
+	if (run_st)
+		rc = cli_fail("salvage", &run_err);
+	else if (!image_same) {
+		fprintf(stderr, "rfsck salvage: the image's SHA-256 changed during the run (%s -> %s); something else is writing to it\n",
+			before, after);
+		rc = RFS_EXIT_OPERATIONAL;
+	} else if (totals.errors)
+		rc = RFS_EXIT_NEEDS_REBUILD;
+
+	char started[32], finished[32];
+	iso_time(t0, started);
+	iso_time(t1, finished);
+	char line[400] = "";
+	if (run_st)
+		rfs_error_format(&run_err, line, sizeof(line));
+	json_t *tot = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				"files", (json_int_t)totals.files, "dirs", (json_int_t)totals.dirs,
+				"symlinks", (json_int_t)totals.symlinks, "others", (json_int_t)totals.others,
+				"hardlinks", (json_int_t)totals.hardlinks, "bytes", (json_int_t)totals.bytes,
+				"errors", (json_int_t)totals.errors,
+				"escaped_names", (json_int_t)totals.escaped_names,
+				"recorded_not_created", (json_int_t)totals.not_created);
+	json_t *rep = json_pack("{s:s, s:s, s:s, s:I, s:{s:s, s:s, s:b}, s:I, s:o, s:s, s:o, s:I, s:{s:s, s:s, s:f}, s:b, s:b}",
+				"rfsck_version", RFSCK_VERSION, "image", image, "outdir", outdir,
+				"offset", (json_int_t)co.offset,
+				"image_sha256", "before", before, "after", after, "unchanged", image_same,
+				"journal_transactions_replayed_in_memory", (json_int_t)replayed,
+				"totals", tot,
+				"status", run_st ? "operational-error" : totals.errors ? "incomplete" : "complete",
+				"problems", problems_json(&totals),
+				"problems_not_listed", (json_int_t)(totals.errors > totals.nproblems ? totals.errors - totals.nproblems : 0),
+				"timing", "started", started, "finished", finished, "seconds", t1 - t0,
+				"devices_created", devices, "ownership_set", geteuid() == 0);
+	if (rep && run_st)
+		json_object_set_new(rep, "error", json_string(line));
+	if (rep)
+		json_object_set_new(rep, "exit", json_integer(rc));
+	report = create_output(outfd, "report.json", &err);
+	if (!rep || !report ||
+	    json_dumpf(rep, report, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', report) == EOF ||
+	    fflush(report) || fsync(fileno(report))) {
+		if (report || !rep)
+			rfs_error_sys(&err, errno, RFS_NO_BLOCK, "writing OUTDIR/report.json");
+		rc = cli_fail("salvage", &err);
+	}
+	if (co.json && rep) {
+		json_object_set_new(rep, "exit", json_integer(rc));
+		json_object_del(rep, "problems");
+		if (cli_json_print(json_incref(rep)))
+			rc = RFS_EXIT_OPERATIONAL;
+	} else if (!co.quiet) {
+		printf("Salvaged %s into %s: %llu files, %llu directories, %llu symlinks, %llu other (%llu hard links), %llu bytes\n",
+		       image, outdir, (unsigned long long)totals.files, (unsigned long long)totals.dirs,
+		       (unsigned long long)totals.symlinks, (unsigned long long)totals.others,
+		       (unsigned long long)totals.hardlinks, (unsigned long long)totals.bytes);
+		if (totals.escaped_names)
+			printf("  %llu name(s) escaped for the output file system (see manifest.jsonl)\n",
+			       (unsigned long long)totals.escaped_names);
+		if (totals.not_created)
+			printf("  %llu device/FIFO/socket object(s) recorded in the manifest only%s\n",
+			       (unsigned long long)totals.not_created, devices ? "" : " (--devices creates them)");
+		if (totals.errors)
+			printf("  %llu object(s) could not be read completely: see report.json; exit 4\n",
+			       (unsigned long long)totals.errors);
+		printf("  image SHA-256 %s (%s)\n", before, image_same ? "unchanged" : "CHANGED");
+	}
+	json_decref(rep);
+out:
+	if (manifest)
+		fclose(manifest);
+	if (bodyfile)
+		fclose(bodyfile);
+	if (report && fclose(report) && rc == RFS_EXIT_OK)
+		rc = RFS_EXIT_OPERATIONAL;
+	if (fs) {
+		rfs_error_clear(&err);
+		rfs_fs_close(fs, &err);
+	}
+	salvage_totals_free(&totals);
+	close(outfd);
+	return rc;
+}

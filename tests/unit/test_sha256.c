@@ -1,0 +1,85 @@
+/* test_sha256.c - SHA-256 against the FIPS 180-2 vectors ("abc", the empty
+ * message, the 448-bit message), streaming in every split, and the self-test. */
+#include "testutil.h"
+
+#include "rfs/sha256.h"
+
+static void digest_hex(const void *m, size_t n, char hex[RFS_SHA256_HEX_LEN + 1])
+{
+	struct rfs_sha256 c;
+	uint8_t d[RFS_SHA256_LEN];
+	rfs_sha256_init(&c);
+	rfs_sha256_update(&c, m, n);
+	rfs_sha256_final(&c, d);
+	rfs_sha256_hex(d, hex);
+}
+
+static void test_fips_vectors(void **state)
+{
+	(void)state;
+	char hex[RFS_SHA256_HEX_LEN + 1];
+	digest_hex("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	digest_hex("", 0, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	assert_int_equal(strlen(m448) * 8, 448);
+	digest_hex(m448, strlen(m448), hex);
+	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* Every split of the 448-bit message into two updates gives the same digest
+ * (the partial-block path), and so do byte-at-a-time updates. */
+static void test_streaming(void **state)
+{
+	(void)state;
+	const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	size_t n = strlen(m);
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct rfs_sha256 c;
+		uint8_t d[RFS_SHA256_LEN];
+		char hex[RFS_SHA256_HEX_LEN + 1];
+		rfs_sha256_init(&c);
+		rfs_sha256_update(&c, m, cut);
+		rfs_sha256_update(&c, m + cut, n - cut);
+		rfs_sha256_final(&c, d);
+		rfs_sha256_hex(d, hex);
+		assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	}
+	/* 55, 56 and 64 bytes: the padding boundaries */
+	struct { size_t len; const char *hex; } pad[] = {
+		{ 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318" },
+		{ 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a" },
+		{ 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb" },
+	};
+	for (size_t i = 0; i < sizeof(pad) / sizeof(pad[0]); i++) {
+		char buf[64], hex[RFS_SHA256_HEX_LEN + 1];
+		memset(buf, 'a', sizeof(buf));
+		struct rfs_sha256 c;
+		uint8_t d[RFS_SHA256_LEN];
+		rfs_sha256_init(&c);
+		for (size_t k = 0; k < pad[i].len; k++)
+			rfs_sha256_update(&c, buf + k, 1);
+		rfs_sha256_final(&c, d);
+		rfs_sha256_hex(d, hex);
+		assert_string_equal(hex, pad[i].hex);
+	}
+}
+
+static void test_selftest(void **state)
+{
+	(void)state;
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(rfs_sha256_selftest(&err), RFS_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fips_vectors),
+		cmocka_unit_test(test_streaming),
+		cmocka_unit_test(test_selftest),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
