@@ -38,7 +38,7 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(ASAN_DIR)/tools/%)
 # Debian packages the build and the tests need.
 DEB_BUILD := build-essential pkg-config libsqlite3-dev libmagic-dev libjansson-dev \
              libcmocka-dev
-DEB_TEST  := reiserfsprogs grub-common xz-utils gzip file sqlite3 python3 coreutils
+DEB_TEST  := reiserfsprogs grub-common xz-utils gzip file sqlite3 python3 coreutils time
 
 .PHONY: all deps test unit integration demo clean bench help fuzz-regress
 
@@ -97,6 +97,10 @@ DEMO_IMAGE ?= corpus/images/r36-features-r5.img.xz
 demo: deps
 	$(MAKE) rfsck
 	@sh tests/demo.sh ./rfsck $(DEMO_IMAGE)
+
+bench: deps
+	$(MAKE) rfsck
+	sh tests/bench/bench.sh ./rfsck docs/benchmarks.md
 
 help:
 	@sed -n '1,9p' Makefile

@@ -19,53 +19,6 @@
 #include "rfs/strbuf.h"
 #include "rfs/tree.h"
 
-struct ent {
-	uint8_t *name;
-	uint16_t len;
-	uint32_t offset, dir_id, objectid;
-};
-
-struct ents {
-	struct ent *v;
-	size_t n, cap;
-	bool nomem;
-};
-
-static int collect(void *ctx, const struct rfs_dirent *de)
-{
-	struct ents *e = ctx;
-	if (e->n == e->cap) {
-		size_t nc = e->cap ? e->cap * 2 : 32;
-		struct ent *nv = realloc(e->v, nc * sizeof(*nv));
-		if (!nv) {
-			e->nomem = true;
-			return 1;
-		}
-		e->v = nv;
-		e->cap = nc;
-	}
-	struct ent *x = &e->v[e->n];
-	x->name = malloc(de->name_len ? de->name_len : 1);
-	if (!x->name) {
-		e->nomem = true;
-		return 1;
-	}
-	memcpy(x->name, de->name, de->name_len);
-	x->len = de->name_len;
-	x->offset = de->offset;
-	x->dir_id = de->dir_id;
-	x->objectid = de->objectid;
-	e->n++;
-	return 0;
-}
-
-static void free_ents(struct ents *e)
-{
-	for (size_t i = 0; i < e->n; i++)
-		free(e->v[i].name);
-	free(e->v);
-}
-
 struct sem {
 	struct rfs_check *c;
 	struct rfs_cursor cur;
@@ -135,23 +88,17 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 		s->depth--;
 		return RFS_OK;
 	}
-	struct ents e = { 0 };
+	uint32_t dd = dir->dir_id, dobj = dir->objectid;   /* dir may move when the table grows */
+	struct rfs_dirent_list e = { 0 };
 	struct rfs_error err;
 	rfs_error_clear(&err);
-	uint32_t dd = dir->dir_id, dobj = dir->objectid;   /* dir may move when the table grows */
-	rfs_status st = rfs_dir_iterate(&s->cur, dd, dobj, collect, &e, &err);
-	if (e.nomem) {
-		free_ents(&e);
-		return RFS_ERR_NOMEM;
-	}
-	if (st == RFS_ERR_NOMEM) {
-		free_ents(&e);
+	rfs_status st = rfs_dir_collect(&s->cur, dd, dobj, false, false, &e, &err);
+	if (st == RFS_ERR_NOMEM)
 		return st;
-	}
 	uint32_t subdirs = 0;
 	size_t base = s->path.len;
 	for (size_t i = 0; i < e.n && !rfs_reporter_exhausted(c->rep); i++) {
-		struct ent *x = &e.v[i];
+		struct rfs_dirent_copy *x = &e.v[i];
 		bool dot = x->len == 1 && x->name[0] == '.';
 		bool dotdot = x->len == 2 && x->name[0] == '.' && x->name[1] == '.';
 		if (dot || dotdot) {
@@ -200,7 +147,7 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 		}
 	}
 	sb_truncate(&s->path, base);
-	free_ents(&e);
+	rfs_dirent_list_free(&e);
 	/* A directory's link count is 2 plus its subdirectories; reiserfs stores
 	 * 1 when that would overflow. */
 	struct rfs_objinfo *self = rfs_objtab_find(&c->objects, dd, dobj);

@@ -20,12 +20,6 @@
 enum { OPT_LS_NO_REPLAY = OPT_FIRST_COMMAND_OPTION };
 enum { SYMLINK_TARGET_MAX = 65536 };
 
-struct ls_entry {
-	uint8_t *name;
-	uint16_t len;
-	uint32_t dir_id, objectid;
-};
-
 struct ls_run {
 	struct rfs_fs *fs;
 	struct rfs_cursor cur;
@@ -42,59 +36,6 @@ static void entry_error(struct ls_run *r, const struct strbuf *path, const struc
 	rfs_error_format(err, line, sizeof(line));
 	fprintf(stderr, "rfsck ls: %s: %s\n", path->len ? sb_str(path) : "/", line);
 	r->errors++;
-}
-
-struct collect {
-	struct ls_entry *v;
-	size_t n, cap;
-	bool nomem;
-};
-
-static int collect_entry(void *c, const struct rfs_dirent *de)
-{
-	struct collect *col = c;
-	if ((de->name_len == 1 && de->name[0] == '.') ||
-	    (de->name_len == 2 && de->name[0] == '.' && de->name[1] == '.'))
-		return 0;
-	if (col->n == col->cap) {
-		size_t ncap = col->cap ? col->cap * 2 : 32;
-		struct ls_entry *nv = realloc(col->v, ncap * sizeof(*nv));
-		if (!nv) {
-			col->nomem = true;
-			return 1;
-		}
-		col->v = nv;
-		col->cap = ncap;
-	}
-	struct ls_entry *e = &col->v[col->n];
-	e->name = malloc(de->name_len ? de->name_len : 1);
-	if (!e->name) {
-		col->nomem = true;
-		return 1;
-	}
-	memcpy(e->name, de->name, de->name_len);
-	e->len = de->name_len;
-	e->dir_id = de->dir_id;
-	e->objectid = de->objectid;
-	col->n++;
-	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct ls_entry *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->name, y->name, n);
-	if (c)
-		return c;
-	return (x->len > y->len) - (x->len < y->len);
-}
-
-static void free_entries(struct collect *col)
-{
-	for (size_t i = 0; i < col->n; i++)
-		free(col->v[i].name);
-	free(col->v);
 }
 
 static void mode_string(uint16_t mode, char out[11])
@@ -256,18 +197,14 @@ static rfs_status list_dir(struct ls_run *r, const struct rfs_object *dir, struc
 		r->errors++;
 		return RFS_OK;
 	}
-	struct collect col = { 0 };
+	struct rfs_dirent_list col = { 0 };
 	struct rfs_error err;
 	rfs_error_clear(&err);
-	rfs_status st = rfs_dir_iterate(&r->cur, dir->dir_id, dir->objectid, collect_entry, &col, &err);
-	if (col.nomem) {
-		free_entries(&col);
-		return RFS_ERR_NOMEM;
-	}
+	rfs_status st = rfs_dir_collect(&r->cur, dir->dir_id, dir->objectid, true, true, &col, &err);
+	if (st == RFS_ERR_NOMEM)
+		return st;
 	if (st)
 		entry_error(r, path, &err);   /* list what was read */
-	if (col.n)
-		qsort(col.v, col.n, sizeof(*col.v), entry_cmp);
 	r->depth++;
 	size_t base = path->len;
 	for (size_t i = 0; i < col.n && st != RFS_ERR_NOMEM; i++) {
@@ -283,7 +220,7 @@ static rfs_status list_dir(struct ls_run *r, const struct rfs_object *dir, struc
 	}
 	sb_truncate(path, base);
 	r->depth--;
-	free_entries(&col);
+	rfs_dirent_list_free(&col);
 	return st == RFS_ERR_NOMEM ? st : RFS_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "rfs/object.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rfs/hash.h"
@@ -161,4 +162,83 @@ rfs_status rfs_path_resolve(struct rfs_cursor *cur, const char *path, struct rfs
 		p += n;
 	}
 	return RFS_OK;
+}
+
+struct collect_ctx {
+	struct rfs_dirent_list *l;
+	bool skip_dots, nomem;
+};
+
+static bool is_real_dot(const struct rfs_dirent *de)
+{
+	if (de->name_len == 1 && de->name[0] == '.')
+		return de->offset == RFS_DOT_OFFSET;
+	if (de->name_len == 2 && de->name[0] == '.' && de->name[1] == '.')
+		return de->offset == RFS_DOTDOT_OFFSET;
+	return false;
+}
+
+static int collect_one(void *ctx, const struct rfs_dirent *de)
+{
+	struct collect_ctx *c = ctx;
+	struct rfs_dirent_list *l = c->l;
+	if (c->skip_dots && is_real_dot(de))
+		return 0;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 32;
+		struct rfs_dirent_copy *nv = realloc(l->v, ncap * sizeof(*nv));
+		if (!nv) {
+			c->nomem = true;
+			return 1;
+		}
+		l->v = nv;
+		l->cap = ncap;
+	}
+	struct rfs_dirent_copy *e = &l->v[l->n];
+	e->name = malloc(de->name_len ? de->name_len : 1);
+	if (!e->name) {
+		c->nomem = true;
+		return 1;
+	}
+	memcpy(e->name, de->name, de->name_len);
+	e->len = de->name_len;
+	e->offset = de->offset;
+	e->dir_id = de->dir_id;
+	e->objectid = de->objectid;
+	l->n++;
+	return 0;
+}
+
+static int copy_cmp(const void *a, const void *b)
+{
+	const struct rfs_dirent_copy *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+	if (c)
+		return c;
+	return (x->len > y->len) - (x->len < y->len);
+}
+
+void rfs_dirent_list_free(struct rfs_dirent_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+rfs_status rfs_dir_collect(struct rfs_cursor *cur, uint32_t dir_id, uint32_t objectid,
+			   bool skip_dots, bool sort, struct rfs_dirent_list *out,
+			   struct rfs_error *err)
+{
+	struct collect_ctx c = { out, skip_dots, false };
+	rfs_status st = rfs_dir_iterate(cur, dir_id, objectid, collect_one, &c, err);
+	if (c.nomem || st == RFS_ERR_NOMEM) {
+		rfs_dirent_list_free(out);
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "directory entries");
+	}
+	if (sort && out->n)
+		qsort(out->v, out->n, sizeof(*out->v), copy_cmp);
+	return st;
 }

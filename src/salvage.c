@@ -51,18 +51,6 @@ enum {
  * 2^41 keep salvage busy for an hour. */
 #define HOLE_HASH_MAX (UINT64_C(4) << 30)
 
-struct entry {
-	uint8_t *name;
-	uint16_t len;
-	uint32_t dir_id, objectid;
-};
-
-struct collect {
-	struct entry *v;
-	size_t n, cap;
-	bool nomem;
-};
-
 /* First extracted path of each object with more than one link. */
 struct link_slot {
 	uint64_t key;                /* dir_id << 32 | objectid; 0 = empty */
@@ -193,64 +181,6 @@ static void links_free(struct run *r)
 		free(r->links[i].sha256);
 	}
 	free(r->links);
-}
-
-/* ------------------------------------------------------------------------- */
-/* Directory entries. */
-
-static bool is_real_dot(const struct rfs_dirent *de)
-{
-	if (de->name_len == 1 && de->name[0] == '.')
-		return de->offset == RFS_DOT_OFFSET;
-	if (de->name_len == 2 && de->name[0] == '.' && de->name[1] == '.')
-		return de->offset == RFS_DOTDOT_OFFSET;
-	return false;
-}
-
-static int collect_entry(void *c, const struct rfs_dirent *de)
-{
-	struct collect *col = c;
-	if (is_real_dot(de))
-		return 0;
-	if (col->n == col->cap) {
-		size_t ncap = col->cap ? col->cap * 2 : 32;
-		struct entry *nv = realloc(col->v, ncap * sizeof(*nv));
-		if (!nv) {
-			col->nomem = true;
-			return 1;
-		}
-		col->v = nv;
-		col->cap = ncap;
-	}
-	struct entry *e = &col->v[col->n];
-	e->name = malloc(de->name_len ? de->name_len : 1);
-	if (!e->name) {
-		col->nomem = true;
-		return 1;
-	}
-	memcpy(e->name, de->name, de->name_len);
-	e->len = de->name_len;
-	e->dir_id = de->dir_id;
-	e->objectid = de->objectid;
-	col->n++;
-	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->name, y->name, n);
-	if (c)
-		return c;
-	return (x->len > y->len) - (x->len < y->len);
-}
-
-static void free_entries(struct collect *col)
-{
-	for (size_t i = 0; i < col->n; i++)
-		free(col->v[i].name);
-	free(col->v);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -396,7 +326,7 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 }
 
 /* Extracts one directory entry (not a real "." or ".."). */
-static rfs_status extract_entry(struct run *r, int dirfd, const struct entry *e,
+static rfs_status extract_entry(struct run *r, int dirfd, const struct rfs_dirent_copy *e,
 				struct strbuf *ipath, struct strbuf *opath)
 {
 	char oname[SALVAGE_NAME_MAX + 1];
@@ -672,15 +602,13 @@ static rfs_status extract_dir(struct run *r, const struct rfs_object *dir, int d
 			      struct strbuf *ipath, struct strbuf *opath,
 			      struct salvage_record *rec)
 {
-	struct collect col = { 0 };
+	struct rfs_dirent_list col = { 0 };
 	struct rfs_error derr;
 	rfs_error_clear(&derr);
-	rfs_status it = rfs_dir_iterate(&r->cur, dir->dir_id, dir->objectid, collect_entry, &col,
+	rfs_status it = rfs_dir_collect(&r->cur, dir->dir_id, dir->objectid, true, true, &col,
 					&derr);
-	if (col.nomem || it == RFS_ERR_NOMEM) {
-		free_entries(&col);
+	if (it == RFS_ERR_NOMEM)
 		return rfs_error_set(r->err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "directory entries");
-	}
 	if (it) {
 		char line[300];
 		rfs_error_format(&derr, line, sizeof(line));
@@ -688,18 +616,16 @@ static rfs_status extract_dir(struct run *r, const struct rfs_object *dir, int d
 		sb_addf(&rec->note, "%sentries after an unreadable directory item are missing: %s",
 			rec->note.len ? "; " : "", line);
 		if (add_problem(r, ipath, dir->dir_id, dir->objectid, "directory items: %s", line)) {
-			free_entries(&col);
+			rfs_dirent_list_free(&col);
 			return RFS_ERR_NOMEM;
 		}
 	}
 	salvage_record_blocks(&r->cur, rec);
 	/* The directory's own line precedes its children's. */
 	rfs_status st = emit(r, rec);
-	if (col.n)
-		qsort(col.v, col.n, sizeof(*col.v), entry_cmp);
 	for (size_t i = 0; i < col.n && !st; i++)
 		st = extract_entry(r, dirfd, &col.v[i], ipath, opath);
-	free_entries(&col);
+	rfs_dirent_list_free(&col);
 	if (st)
 		return st;
 	/* After the contents, so that writing them did not change the times,

@@ -43,6 +43,28 @@ typedef int (*rfs_dirent_fn)(void *ctx, const struct rfs_dirent *de);
 rfs_status rfs_dir_iterate(struct rfs_cursor *cur, uint32_t dir_id, uint32_t objectid,
 			   rfs_dirent_fn fn, void *ctx, struct rfs_error *err);
 
+/* A directory's entries copied out of the tree, so that the cursor can move
+ * while they are used (rfs_dir_iterate's callback cannot). */
+struct rfs_dirent_copy {
+	uint8_t *name;
+	uint16_t len;
+	uint32_t offset, dir_id, objectid;
+};
+struct rfs_dirent_list {
+	struct rfs_dirent_copy *v;
+	size_t n, cap;
+};
+
+/* Collects the entries of directory (dir_id, objectid) into out (which starts
+ * empty), leaving out the real "." and ".." (name and offset 1 / 2) when
+ * skip_dots, sorted by name bytes when sort.  On RFS_ERR_NOMEM out is emptied;
+ * on any other error out keeps the entries read before it.  The caller frees
+ * out with rfs_dirent_list_free in every case. */
+rfs_status rfs_dir_collect(struct rfs_cursor *cur, uint32_t dir_id, uint32_t objectid,
+			   bool skip_dots, bool sort, struct rfs_dirent_list *out,
+			   struct rfs_error *err);
+void rfs_dirent_list_free(struct rfs_dirent_list *l);
+
 /* Looks name up in a directory: by its hash under fs->hash_code, then (if the
  * hash is unknown or gives nothing) by a full scan.  Fills the two out values. */
 rfs_status rfs_dir_lookup(struct rfs_cursor *cur, uint32_t dir_id, uint32_t objectid,
