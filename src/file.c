@@ -10,6 +10,7 @@
  */
 #include "rfs/object.h"
 #include "rfs/bytes.h"
+#include "rfs/strbuf.h"
 
 #include <stdlib.h>
 
@@ -184,4 +185,34 @@ rfs_status rfs_object_read(struct rfs_cursor *cur, const struct rfs_object *obj,
 		emit_hole_to(&r, r.size);
 	free(r.buf);
 	return st;
+}
+
+struct small_sink {
+	struct strbuf *out;
+	size_t max;
+};
+
+static int append_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
+{
+	struct small_sink *k = c;
+	(void)off;
+	if (k->out->len + len > k->max)
+		return 1;
+	if (data)
+		return sb_add(k->out, data, len) ? 1 : 0;
+	for (size_t i = 0; i < len; i++)
+		if (sb_add(k->out, "", 1))
+			return 1;
+	return 0;
+}
+
+rfs_status rfs_object_read_small(struct rfs_cursor *cur, const struct rfs_object *obj,
+				 size_t max, struct strbuf *out, struct rfs_error *err)
+{
+	if (obj->sd.size > max)
+		return rfs_error_set(err, RFS_ERR_LIMIT, obj->sd_block,
+				     "object [%u %u] of %llu bytes is larger than %zu", obj->dir_id,
+				     obj->objectid, (unsigned long long)obj->sd.size, max);
+	struct small_sink k = { out, max };
+	return rfs_object_read(cur, obj, append_piece, &k, NULL, err);
 }

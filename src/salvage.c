@@ -573,27 +573,10 @@ out:
 	return st;
 }
 
-static int collect_target(void *c, uint64_t off, const uint8_t *data, size_t len)
-{
-	struct strbuf *sb = c;
-	(void)off;
-	if (sb->len + len > SYMLINK_MAX)
-		return 1;
-	if (data)
-		return sb_add(sb, data, len) ? 1 : 0;
-	for (size_t i = 0; i < len; i++)
-		if (sb_add(sb, "", 1))
-			return 1;
-	return 0;
-}
-
 static rfs_status read_target(struct run *r, const struct rfs_object *obj, struct strbuf *out,
 			      struct rfs_error *err)
 {
-	if (obj->sd.size > SYMLINK_MAX)
-		return rfs_error_set(err, RFS_ERR_LIMIT, obj->sd_block, "symlink target of %llu bytes",
-				     (unsigned long long)obj->sd.size);
-	return rfs_object_read(&r->cur, obj, collect_target, out, NULL, err);
+	return rfs_object_read_small(&r->cur, obj, SYMLINK_MAX, out, err);
 }
 
 /* Extracts the entries of dir into dirfd (its own new directory), then

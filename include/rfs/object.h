@@ -87,6 +87,12 @@ rfs_status rfs_object_read(struct rfs_cursor *cur, const struct rfs_object *obj,
 			   rfs_data_fn fn, void *ctx, struct rfs_read_stats *stats,
 			   struct rfs_error *err);
 
+/* Reads a whole small object (a symlink target) into out, holes as zeros;
+ * RFS_ERR_LIMIT when its size is above max.  out is appended to. */
+struct strbuf;
+rfs_status rfs_object_read_small(struct rfs_cursor *cur, const struct rfs_object *obj,
+				 size_t max, struct strbuf *out, struct rfs_error *err);
+
 /* The largest size the format allows for an object with this stat version. */
 uint64_t rfs_max_file_size(const struct rfs_fs *fs, int sd_version);
 
