@@ -55,21 +55,34 @@ rfs_status repair_sb_commit(struct rfs_check *c, struct rfs_error *err)
 	return st;
 }
 
+/* Positions cur at the item with exactly key k and gives its head and the
+ * cursor's copy of the leaf (which the caller edits and writes back). */
+static rfs_status seek_exact_item(struct rfs_cursor *cur, const struct rfs_key *k,
+				  struct rfs_item_head *ih, uint8_t **leaf, struct rfs_error *err)
+{
+	bool exact;
+	rfs_status st = rfs_cursor_seek(cur, k, &exact, err);
+	if (st)
+		return st;
+	if (!exact)
+		return rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
+				     "item [%u %u %llu %s] vanished", k->dir_id, k->objectid,
+				     (unsigned long long)k->offset, rfs_item_type_name(k->type));
+	rfs_cursor_item(cur, ih, NULL);
+	*leaf = cur->lv[cur->height - 1].buf;
+	return RFS_OK;
+}
+
 rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
 			     uint32_t objectid, enum repair_sd_field field, uint64_t value,
 			     struct rfs_error *err)
 {
 	struct rfs_key k = { dir_id, objectid, 0, RFS_TYPE_STAT };
-	bool exact;
-	rfs_status st = rfs_cursor_seek(cur, &k, &exact, err);
+	struct rfs_item_head ih;
+	uint8_t *leaf;
+	rfs_status st = seek_exact_item(cur, &k, &ih, &leaf, err);
 	if (st)
 		return st;
-	if (!exact)
-		return rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
-				     "stat data of [%u %u] vanished", dir_id, objectid);
-	struct rfs_item_head ih;
-	rfs_cursor_item(cur, &ih, NULL);
-	uint8_t *leaf = cur->lv[cur->height - 1].buf;
 	uint8_t *sd = leaf + ih.location;
 	bool v2 = ih.len == RFS_SD_V2_SIZE;
 	switch (field) {
@@ -97,16 +110,11 @@ rfs_status repair_dot_entry(struct rfs_check *c, struct rfs_cursor *cur, uint32_
 			    uint32_t to_objectid, struct rfs_error *err)
 {
 	struct rfs_key k = { dir_id, objectid, 1, RFS_TYPE_DIRENTRY };
-	bool exact;
-	rfs_status st = rfs_cursor_seek(cur, &k, &exact, err);
+	struct rfs_item_head ih;
+	uint8_t *leaf;
+	rfs_status st = seek_exact_item(cur, &k, &ih, &leaf, err);
 	if (st)
 		return st;
-	if (!exact)
-		return rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
-				     "first directory item of [%u %u] vanished", dir_id, objectid);
-	struct rfs_item_head ih;
-	rfs_cursor_item(cur, &ih, NULL);
-	uint8_t *leaf = cur->lv[cur->height - 1].buf;
 	uint8_t *body = leaf + ih.location;
 	for (int e = 0; e < ih.free_or_count; e++) {
 		uint8_t *h = body + (size_t)e * RFS_DEH_SIZE;
