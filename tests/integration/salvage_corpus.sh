@@ -21,8 +21,9 @@
 set -eu
 : "${RFSCK:?}" "${WORK:?}" "${TOP:?}"
 dir=$TOP/corpus/images
-have_mactime=0
-command -v mactime >/dev/null 2>&1 && have_mactime=1
+# mactime comes with Debian's sleuthkit, which `make test` installs.
+command -v mactime >/dev/null 2>&1 || { echo "mactime missing (apt-get install sleuthkit)"; exit 1; }
+have_mactime=1
 
 cat >"$WORK/verify.py" <<'EOF'
 import hashlib, json, os, stat, sys
