@@ -30,8 +30,11 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 REL_DIR  := build/release
 ASAN_DIR := build/asan
 
-REL_OBJ  := $(LIB_SRC:%.c=$(REL_DIR)/%.o)
-ASAN_OBJ := $(LIB_SRC:%.c=$(ASAN_DIR)/%.o)
+# index/schema.sql is compiled in as a C string (one source of truth for the
+# schema: the file that docs and the sqlite3 shell read).
+GEN_SCHEMA := build/gen/index_schema.c
+REL_OBJ  := $(LIB_SRC:%.c=$(REL_DIR)/%.o) $(REL_DIR)/gen/index_schema.o
+ASAN_OBJ := $(LIB_SRC:%.c=$(ASAN_DIR)/%.o) $(ASAN_DIR)/gen/index_schema.o
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(ASAN_DIR)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(ASAN_DIR)/tools/%)
 
@@ -56,6 +59,20 @@ $(REL_DIR)/librfs.a: $(REL_OBJ)
 $(REL_DIR)/%.o: %.c $(HDRS) | deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(REL_CFLAGS) -c -o $@ $<
+
+$(GEN_SCHEMA): index/schema.sql
+	@mkdir -p $(dir $@)
+	awk 'BEGIN { print "extern const char rfs_index_schema_sql[];"; print "const char rfs_index_schema_sql[] =" } \
+	     { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" } \
+	     END { print ";" }' $< > $@
+
+$(REL_DIR)/gen/index_schema.o: $(GEN_SCHEMA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(REL_CFLAGS) -c -o $@ $<
+
+$(ASAN_DIR)/gen/index_schema.o: $(GEN_SCHEMA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(ASAN_CFLAGS) -c -o $@ $<
 
 $(ASAN_DIR)/rfsck: $(ASAN_DIR)/src/main.o $(ASAN_DIR)/librfs.a
 	$(CC) $(ASAN_CFLAGS) -o $@ $^ $(LIBS)

@@ -6,6 +6,9 @@
 #include "check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "rfs/hash.h"
 
 static const struct {
 	const char *name;
@@ -43,4 +46,31 @@ rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err)
 	rfs_progress_done(&c->progress);
 	/* The superblock collects repairs from several passes; written once. */
 	return repair_sb_commit(c, err);
+}
+
+rfs_status check_run_mode(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, bool json,
+			     int verbose, struct rfs_check *c,
+			struct rfs_error *err)
+{
+	struct rfs_reporter_options ro = { .mode = mode, .json = json, .text = text,
+					   .verbose = verbose };
+	c->fs = fs;
+	c->rep = rfs_reporter_new(&ro);
+	if (!c->rep)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
+	struct rfs_error he;
+	rfs_error_clear(&he);
+	c->hash_trusted = fs->hash_code != 0 && rfs_hash_selftest(&he) == RFS_OK;
+	return rfs_check_run(c, err);
+}
+
+void check_release(struct rfs_check *c)
+{
+	rfs_objtab_free(&c->objects);
+	rfs_bitmap_free(&c->claimed);
+	u64set_free(&c->written);
+	free(c->sb_buf);   /* left only when a run failed before committing it */
+	c->sb_buf = NULL;
+	rfs_reporter_free(c->rep);
+	c->rep = NULL;
 }

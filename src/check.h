@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rfs/bitmap.h"
 #include "rfs/fs.h"
@@ -64,6 +65,13 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err);
 
 /* Runs every pass in order.  Returns an operational failure only (I/O on the
  * device as a whole, memory); findings go to the reporter. */
+/* Runs every pass on an opened filesystem in the given mode (check, fix or
+ * dry run) with a new reporter; c is zeroed by the caller except fs.  The
+ * caller frees with check_release. */
+rfs_status check_run_mode(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, bool json,
+			  int verbose, struct rfs_check *c, struct rfs_error *err);
+void check_release(struct rfs_check *c);
+
 rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err);
 
 /* Repairs (src/repair.c).  Only called after problem_report() said "fix".

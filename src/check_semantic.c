@@ -53,7 +53,7 @@ static rfs_status fix_stat(struct sem *s, enum rfs_problem_code code, uint32_t d
 }
 
 /* Size checks of a regular file or symlink, at the path that first reaches it. */
-static rfs_status check_file_size(struct sem *s, const struct rfs_objinfo *o)
+static rfs_status check_file_size(struct sem *s, struct rfs_objinfo *o)
 {
 	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
 		return RFS_OK;
@@ -66,9 +66,13 @@ static rfs_status check_file_size(struct sem *s, const struct rfs_objinfo *o)
 	uint64_t slack = (o->flags & RFS_OBJ_HAS_DIRECT) ? (o->sd_version == 2 ? 7 : 0)
 							  : s->c->fs->bs - 1;
 	if (o->body_end > o->size + slack &&
-	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size))
-		return fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, SD_FIELD_SIZE,
-				o->body_end);
+	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size)) {
+		rfs_status st = fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid,
+					 SD_FIELD_SIZE, o->body_end);
+		if (!st)
+			o->size = o->body_end;   /* the block count rule reads it next */
+		return st;
+	}
 	return RFS_OK;
 }
 
@@ -83,6 +87,7 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 					 SD_FIELD_SIZE, dir->dir_bytes);
 		if (fs)
 			return fs;
+		dir->size = dir->dir_bytes;   /* the block count rule reads it next */
 	}
 	if (++s->depth > RFS_PATH_MAX_DEPTH) {
 		s->depth--;

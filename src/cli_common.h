@@ -47,6 +47,15 @@ json_t *cli_json_hex(const uint8_t *data, size_t n);
 /* Prints obj on stdout followed by a newline and releases it; 0 or -1. */
 int cli_json_print(json_t *obj);
 
+/* Copies src to dst (which must not exist), leaving all-zero 64 KiB runs as
+ * holes; synced.  For --output. */
+rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *err);
+/* Makes the superblock's block count, magic and UUID immutable through the
+ * device (and records them in the undo log). */
+rfs_status cli_set_identity(struct rfs_fs *fs, struct rfs_error *err);
+/* true when yes, else asks question on a terminal; false without one. */
+bool cli_confirm(const char *cmd, const char *question, bool yes);
+
 /* Prints a command's help text (from the table in main.c). */
 void cli_print_command_help(const char *cmd, FILE *out);
 

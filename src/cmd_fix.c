@@ -30,33 +30,6 @@ struct fix_opts {
 	const char *undo, *output;
 };
 
-/* Runs the check passes on an opened filesystem in the given mode. */
-static rfs_status run_passes(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, bool json,
-			     int verbose, struct rfs_check *c, struct rfs_error *err)
-{
-	struct rfs_reporter_options ro = { .mode = mode, .json = json, .text = text,
-					   .verbose = verbose };
-	c->fs = fs;
-	c->rep = rfs_reporter_new(&ro);
-	if (!c->rep)
-		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
-	struct rfs_error he;
-	rfs_error_clear(&he);
-	c->hash_trusted = fs->hash_code != 0 && rfs_hash_selftest(&he) == RFS_OK;
-	return rfs_check_run(c, err);
-}
-
-static void check_release(struct rfs_check *c)
-{
-	rfs_objtab_free(&c->objects);
-	rfs_bitmap_free(&c->claimed);
-	u64set_free(&c->written);
-	free(c->sb_buf);   /* left only when a run failed before committing it */
-	c->sb_buf = NULL;
-	rfs_reporter_free(c->rep);
-	c->rep = NULL;
-}
-
 /* A read-only check of path; returns the check exit status, or 8. */
 static int verify(const char *path, const struct rfs_common_opts *co, struct rfs_check *c,
 		  struct rfs_error *err)
@@ -65,67 +38,13 @@ static int verify(const char *path, const struct rfs_common_opts *co, struct rfs
 	memset(c, 0, sizeof(*c));
 	if (cli_open_readonly(path, co, true, check_collect_sb_fault, c, &fs, err))
 		return RFS_EXIT_OPERATIONAL;
-	int rc = run_passes(fs, RFS_MODE_CHECK, NULL, true, 0, c, err) ? RFS_EXIT_OPERATIONAL
+	int rc = check_run_mode(fs, RFS_MODE_CHECK, NULL, true, 0, c, err) ? RFS_EXIT_OPERATIONAL
 									 : rfs_report_exit(c->rep);
 	struct rfs_error e;
 	rfs_error_clear(&e);
 	rfs_fs_close(fs, &e);
 	c->fs = NULL;
 	return rc;
-}
-
-/* Copies src to dst, leaving all-zero 64 KiB runs as holes. */
-static rfs_status copy_sparse(const char *src, const char *dst, struct rfs_error *err)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "opening %s", src);
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (out < 0) {
-		int e = errno;
-		close(in);
-		return rfs_error_sys(err, e, RFS_NO_BLOCK, "creating %s (it must not exist)", dst);
-	}
-	enum { CHUNK = 65536 };
-	static uint8_t buf[CHUNK], zero[CHUNK];
-	rfs_status st = RFS_OK;
-	off_t pos = 0;
-	for (;;) {
-		ssize_t n = read(in, buf, CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "reading %s", src);
-			break;
-		}
-		if (n == 0)
-			break;
-		if (n == CHUNK && memcmp(buf, zero, CHUNK) == 0) {
-			pos += n;
-			continue;
-		}
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), pos + done);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "writing %s", dst);
-				break;
-			}
-			done += w;
-		}
-		if (st)
-			break;
-		pos += n;
-	}
-	if (!st && ftruncate(out, pos) != 0)
-		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "sizing %s", dst);
-	if (!st && fsync(out) != 0)
-		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "syncing %s", dst);
-	close(in);
-	if (close(out) != 0 && !st)
-		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "closing %s", dst);
-	return st;
 }
 
 static bool confirm(const char *image, const struct fix_opts *o)
@@ -143,19 +62,6 @@ static bool confirm(const char *image, const struct fix_opts *o)
 	if (!fgets(line, sizeof(line), stdin))
 		return false;
 	return line[0] == 'y' || line[0] == 'Y';
-}
-
-/* Marks the superblock's identity immutable (and records it in the undo log):
- * block count, magic and UUID, which no repair changes. */
-static rfs_status set_identity(struct rfs_fs *fs, struct rfs_error *err)
-{
-	uint64_t sb = fs->sb.sb_byte_offset;
-	rfs_status st = rfs_dev_set_identity(fs->dev, sb + SB_BLOCK_COUNT, 4, err);
-	if (!st)
-		st = rfs_dev_set_identity(fs->dev, sb + SB_MAGIC, SB_MAGIC_LEN, err);
-	if (!st && fs->sb.format == RFS_FORMAT_36)
-		st = rfs_dev_set_identity(fs->dev, sb + SB_UUID, 16, err);
-	return st;
 }
 
 static int parse(int argc, char **argv, struct fix_opts *o)
@@ -244,7 +150,7 @@ int cmd_fix(int argc, char **argv)
 	if (o.dry_run) {
 		fo.dev.flags = RFS_DEV_DRY_RUN;
 	} else if (o.output) {
-		if (copy_sparse(image, o.output, &err))
+		if (cli_copy_sparse(image, o.output, &err))
 			return cli_fail("fix", &err);
 		target = o.output;
 		fo.dev.flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO;
@@ -277,9 +183,9 @@ int cmd_fix(int argc, char **argv)
 		       o.undo ? " (undo log: " : "");
 	if (text && o.undo)
 		printf("  %s)\n", o.undo);
-	rfs_status st = set_identity(fs, &err);
+	rfs_status st = cli_set_identity(fs, &err);
 	if (!st)
-		st = run_passes(fs, o.dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, text ? stdout : NULL,
+		st = check_run_mode(fs, o.dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, text ? stdout : NULL,
 				o.co.json, o.co.verbose, &c, &err);
 	/* Blocks written by the repairs (into the overlay for --dry-run, where the
 	 * journal's replayed blocks count only when the repair flushes them). */

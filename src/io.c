@@ -17,6 +17,7 @@
  * or abandon except the file contents and the undo file.
  */
 #include "rfs/io.h"
+#include "rfs/u64set.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,8 @@ struct rfs_dev {
 	struct rfs_error sticky;      /* first write-path failure */
 	uint8_t *scratch;             /* originals for one undo batch */
 	size_t scratch_blocks;
+	bool tracking;                /* remember which blocks were written */
+	struct u64set written_set;
 };
 
 /* ------------------------------------------------------------ raw access */
@@ -347,6 +350,7 @@ static void dev_free(struct rfs_dev *dev)
 	io_overlay_free(&dev->overlay);
 	rfs_mapfile_free(dev->map);
 	free(dev->scratch);
+	u64set_free(&dev->written_set);
 	free(dev);
 }
 
@@ -649,6 +653,8 @@ static rfs_status write_chunk(struct rfs_dev *dev, size_t n, const uint64_t *blk
 				st = io_overlay_put(&dev->overlay, blks[i], bufs[i], err);
 			if (!st)
 				dev->stats.blocks_written++;
+			if (!st && dev->tracking)
+				st = u64set_add(&dev->written_set, blks[i], NULL);
 		}
 		return st;
 	}
@@ -664,6 +670,8 @@ static rfs_status write_chunk(struct rfs_dev *dev, size_t n, const uint64_t *blk
 			break;
 		dev->written = true;
 		dev->stats.blocks_written++;
+		if (dev->tracking && (st = u64set_add(&dev->written_set, blks[i], NULL)))
+			break;
 		if (dev->undo)
 			st = undo_note_written(dev->undo, blks[i], data, err);
 		cache_store(dev, blks[i], data);
@@ -691,6 +699,19 @@ rfs_status rfs_dev_write_batch(struct rfs_dev *dev, size_t n, const uint64_t *bl
 			return write_fail(dev, st, err);
 		done += k;
 	}
+	return RFS_OK;
+}
+
+void rfs_dev_track_writes(struct rfs_dev *dev)
+{
+	dev->tracking = true;
+}
+
+rfs_status rfs_dev_written_blocks(const struct rfs_dev *dev, uint64_t **blocks, size_t *n,
+				  struct rfs_error *err)
+{
+	if (u64set_sorted(&dev->written_set, blocks, n))
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "written block list");
 	return RFS_OK;
 }
 

@@ -68,12 +68,29 @@ static const struct command commands[] = {
 	  "  --mapfile M  ddrescue map: blocks not rescued are written as zeros, listed as\n"
 	  "               missing ranges, and the file's status is \"partial\"\n"
 	  "  --json       one JSON summary object on stdout\n" },
+	{ "rebuild", cmd_rebuild,
+	  "rebuild [--dry-run | --yes] [--undo FILE | --no-undo] [--output NEW] [--index DB]\n"
+	  "        [--scan used|all] [--report FILE] [--json] [-q] IMAGE",
+	  "Rebuild the tree from the leaves found on the device, on evidence kept in an\n"
+	  "SQLite index: structure, directory names that hash to their offsets, content\n"
+	  "checksums, and no claim on the block by a file's data or a nested filesystem\n"
+	  "(an image stored on the volume never joins the outer tree).  Unchanged leaves\n"
+	  "stay in place; objects no name reaches go to /lost+found/<dirid>_<objectid>.\n"
+	  "Writes go through an undo log (default IMAGE.rfsck-undo), or into a new\n"
+	  "sparse image (--output NEW), or nowhere (--dry-run: the reconstruction report\n"
+	  "only).  Asks on a terminal; --yes for scripts.  Exit 1 rebuilt and clean,\n"
+	  "0 dry run done, 8 operational error (nothing usable found, unreadable).\n"
+	  "  --scan used|all  blocks marked used (default when the bitmaps look sound)\n"
+	  "                   or every block\n"
+	  "  --index DB       keep the index in DB (sqlite3); a rerun on the same image\n"
+	  "                   resumes from it instead of scanning again\n"
+	  "  --report FILE    also write the text report to FILE\n"
+	  "  --json           the report as one JSON object\n" },
 	{ "undo", cmd_undo, "undo [--dry-run] [--force] [--json] UNDOFILE IMAGE",
 	  "Restore the blocks saved in an undo file written by fix or rebuild.\n"
 	  "Refuses an undo file that does not verify or belongs to another image.\n" },
 };
 
-static const char *const planned[] = { "rebuild" };
 
 static void usage(FILE *out)
 {
@@ -134,9 +151,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(commands[i].name, cmd) == 0)
 			return commands[i].run(argc - 1, argv + 1);
-	for (size_t i = 0; i < sizeof(planned) / sizeof(planned[0]); i++)
-		if (strcmp(planned[i], cmd) == 0)
-			die(RFS_EXIT_USAGE, "'%s' is not implemented in this version", cmd);
 	fprintf(stderr, "rfsck: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return RFS_EXIT_USAGE;

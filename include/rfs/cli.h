@@ -43,6 +43,7 @@ int cmd_check(int argc, char **argv);
 int cmd_fix(int argc, char **argv);
 int cmd_undo(int argc, char **argv);
 int cmd_salvage(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
 
 /* Maps an operational failure to a one-line message on stderr and exit 8. */
 int cli_fail(const char *cmd, const struct rfs_error *err);

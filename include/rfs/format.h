@@ -364,4 +364,65 @@ enum {
 	RFS_SAFELINK_DIR_ID = 0xFFFFFFFFu,
 };
 
+/* ------------------------------------------------------------------------- */
+/* Encoders (src/format_encode.c): the inverses of the decoders above, for the
+ * code that writes nodes (rebuild's tree builder, repairs).
+ *
+ * Contract: for every block that the decoders accept,
+ *   encode(decode(bytes)) == bytes
+ * for item heads without fsck flags, stat data, and directory items (with
+ * rfs_dirent_in.stored_len taken from rfs_dirent.stored_len), which
+ * tests/unit/test_format_encode.c checks on every leaf of kernel-written
+ * images.  decode(encode(x)) == x holds for every x the encoder accepts.
+ * Encoders write little-endian stores only; none casts a struct over bytes.
+ */
+
+/* Writes the 24-byte item head at p: key in ih->key_format, the entry count or
+ * free space, len, location, and version = key_format with the fsck flag bits
+ * (12-15) zero.  ih->version is ignored. */
+void rfs_item_head_encode(const struct rfs_item_head *ih, uint8_t *p);
+
+/* Writes the 24-byte block head at the start of blk: level, nr_items,
+ * free_space; reserved and the right delimiting key zeroed. */
+void rfs_block_head_encode(const struct rfs_block_head *bh, uint8_t *blk);
+
+/* Encodes st as stat data of st->version (1: 32 bytes, 2: 44 bytes) into
+ * body[0, cap); *len (OUT) is the body length.  Character and block devices
+ * store rdev in the shared field (v1 @24, v2 @40); other files store blocks
+ * (v1) or generation (v2).  v1 cannot hold attrs or generation (ignored) nor
+ * values wider than its 16/32-bit fields.
+ * RFS_ERR_INVALID: unknown version, cap too small, or a value that the version
+ * cannot represent (v1 nlink/uid/gid > 0xFFFF, size > 0xFFFFFFFF). */
+rfs_status rfs_stat_encode(const struct rfs_stat *st, uint8_t *body, size_t cap, size_t *len);
+
+/* One directory entry to encode. */
+struct rfs_dirent_in {
+	uint32_t offset;             /* deh_offset: hash | generation; 1 ".", 2 ".." */
+	uint32_t dir_id, objectid;   /* key of the object the name points to */
+	uint16_t state;              /* RFS_DEH_STATE_VISIBLE for a normal entry */
+	const uint8_t *name;         /* name bytes, not NUL-terminated */
+	uint16_t name_len;           /* >= 1; the last byte must not be NUL */
+	uint16_t stored_len;         /* 0: the slot size fmt gives; else the exact
+				      * slot size (>= name_len, NUL padded), to
+				      * reproduce an existing item byte for byte */
+};
+
+/* Bytes one entry takes in a directory item: 16 + the stored name length.
+ * fmt is the padding rule, not the item head's key format: RFS_KEY_V2 pads the
+ * name with NULs to a multiple of 8 (what the 3.6 kernel writes in directories
+ * with v2 stat data, although it gives the directory items themselves key
+ * format v1); RFS_KEY_V1 stores it unpadded (3.5). */
+size_t rfs_dir_entry_size(uint16_t name_len, enum rfs_key_format fmt);
+
+/* Encodes n entries as one directory item body into body[0, cap): entry heads
+ * in order, names packed from the end in reverse order (entry 0's name last),
+ * each slot sized by rfs_dir_entry_size or e[i].stored_len.  *len (OUT) is the
+ * body length; the item head's entry count is n.  The result passes
+ * rfs_dir_validate.
+ * RFS_ERR_INVALID: n == 0, an empty name or one ending in NUL, stored_len <
+ * name_len, offsets not strictly increasing, or the body longer than cap or
+ * 0xFFFF bytes; body is then unspecified. */
+rfs_status rfs_dir_item_encode(const struct rfs_dirent_in *e, size_t n, enum rfs_key_format fmt,
+			       uint8_t *body, size_t cap, size_t *len);
+
 #endif

@@ -130,6 +130,13 @@ uint64_t rfs_dev_overlay_count(const struct rfs_dev *dev);
 rfs_status rfs_dev_overlay_blocks(const struct rfs_dev *dev, uint64_t **blocks, uint64_t *n,
 				  struct rfs_error *err);
 
+/* From now on, remember every block written (to the file or, in a dry run,
+ * to the overlay); rfs_dev_written_blocks returns them sorted (caller frees).
+ * Lets a dry run and the real run be compared block for block. */
+void rfs_dev_track_writes(struct rfs_dev *dev);
+rfs_status rfs_dev_written_blocks(const struct rfs_dev *dev, uint64_t **blocks, size_t *n,
+				  struct rfs_error *err);
+
 /* Counters for reports and benchmarks. */
 struct rfs_dev_stats {
 	uint64_t blocks_read;        /* blocks handed to callers (any source) */

@@ -1,0 +1,572 @@
+/*
+ * emit.c - stage 4 of rebuild: the new tree, item by item in key order, into
+ * the tree builder (tree_build.c).
+ *
+ * Three sorted cursors over the index are merged by object key:
+ *   items   winning stat data and body items (direct/indirect) of objects
+ *           whose type matches (no file body under a directory stat data);
+ *   dirents the names namespace.c kept, grouped back into the directory
+ *           items they came from (a name that moved or was added joins the
+ *           current item); so an untouched directory item is re-encoded byte
+ *           for byte and its leaf can stay in place;
+ *   sds     objects that get a created stat data.
+ * Bodies are read again from their leaves (re-validated, key checked: an
+ * image that changed since the scan stops the run).  Indirect pointers are
+ * filtered: out of range, into metadata, at an accepted leaf, or at a block
+ * an earlier item already owns -> zeroed, and the file is reported partial.
+ * Files whose items leave gaps or end before the stat data's size are
+ * reported partial with the missing byte ranges.
+ *
+ * New nodes get blocks from alloc_block: free in the old bitmap and none of
+ * metadata, a leaf candidate, a nested extent, a block any accepted leaf
+ * claims, or a block the builder already used.  Only when those run out are
+ * old internal nodes reused; never a block that may hold someone's data.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rebuild.h"
+#include "rfs/bytes.h"
+#include "tree_build.h"
+
+#define KEY(d, o) (((uint64_t)(d) << 32) | (uint32_t)(o))
+
+enum { MAX_RANGES = 32 };
+
+struct emitter {
+	struct rb_ctx *c;
+	struct tree_builder *tb;
+	sqlite3_stmt *items, *ents, *sds;
+	bool have_item, have_ent, have_sd;
+	uint8_t *leaf;               /* cached source leaf */
+	uint64_t leaf_blk;
+	uint8_t *body;
+	struct rfs_bitmap reserved;  /* blocks claimed by any accepted leaf */
+	struct rfs_bitmap old_internal;
+	uint64_t alloc_cursor;
+	int alloc_pass;
+	uint32_t now;
+	/* per object */
+	bool is_reg;
+	uint64_t size, next_byte;
+	uint64_t ranges[MAX_RANGES][2];
+	unsigned nranges;
+	bool partial;
+	int sd_version;
+	/* directory item being grouped */
+	struct rfs_dirent_in *dents;
+	uint8_t *names;
+	size_t ndents, dcap, names_len, group_bytes;
+	uint64_t group_block;
+	uint32_t group_pos;
+	bool group_modified;
+	uint32_t group_dir, group_obj;
+	unsigned group_fmt;
+};
+
+static uint64_t col_u64(sqlite3_stmt *s, int i)
+{
+	return (uint64_t)sqlite3_column_int64(s, i);
+}
+
+static uint64_t cur_key(sqlite3_stmt *s, bool have)
+{
+	return have ? KEY(col_u64(s, 0), col_u64(s, 1)) : UINT64_MAX;
+}
+
+static bool step(sqlite3_stmt *s)
+{
+	return sqlite3_step(s) == SQLITE_ROW;
+}
+
+/* The allocator handed to the tree builder. */
+static rfs_status alloc_block(void *ctx, uint64_t *blk, struct rfs_error *err)
+{
+	struct emitter *e = ctx;
+	struct rb_ctx *c = e->c;
+	for (; e->alloc_pass < 2; e->alloc_pass++, e->alloc_cursor = 0) {
+		while (e->alloc_cursor < c->nblocks) {
+			uint64_t b = e->alloc_cursor++;
+			if (rfs_bitmap_test(&c->meta, b) || rfs_bitmap_test(&c->leaves, b) ||
+			    rfs_bitmap_test(&c->nested, b) || rfs_bitmap_test(&e->reserved, b))
+				continue;
+			if (e->alloc_pass == 0 ? rfs_bitmap_test(&c->old_used, b)
+					       : !rfs_bitmap_test(&e->old_internal, b))
+				continue;
+			*blk = b;
+			return RFS_OK;
+		}
+	}
+	return rfs_error_set(err, RFS_ERR_LIMIT, RFS_NO_BLOCK,
+			     "no free block left for the new tree that holds nobody's data");
+}
+
+static void placed(void *ctx, uint64_t blk, unsigned level, bool kept, bool written)
+{
+	struct emitter *e = ctx;
+	(void)blk;
+	(void)written;
+	if (level == 1) {
+		e->c->tree_leaves++;
+		if (kept)
+			e->c->leaves_kept++;
+		else
+			e->c->leaves_new++;
+	} else {
+		e->c->internal_nodes++;
+	}
+}
+
+static rfs_status load_leaf(struct emitter *e, uint64_t blk, struct rfs_error *err)
+{
+	if (e->leaf_blk == blk)
+		return RFS_OK;
+	e->leaf_blk = RFS_NO_BLOCK;
+	rfs_status st = rfs_dev_read_block(e->c->dev, blk, e->leaf, err);
+	if (st)
+		return st;
+	if (rfs_leaf_validate(e->leaf, e->c->bs, NULL, NULL) != RFS_OK)
+		return rfs_error_set(err, RFS_ERR_CORRUPT, blk,
+				     "leaf %llu changed since the scan (no longer valid); rescan",
+				     (unsigned long long)blk);
+	e->leaf_blk = blk;
+	return RFS_OK;
+}
+
+/* The item head of (blk, pos) after checking it is still the indexed key. */
+static rfs_status source_item(struct emitter *e, uint64_t blk, uint32_t pos, uint32_t d,
+			      uint32_t o, uint64_t off, unsigned type, struct rfs_item_head *ih,
+			      struct rfs_error *err)
+{
+	rfs_status st = load_leaf(e, blk, err);
+	if (st)
+		return st;
+	struct rfs_block_head bh;
+	rfs_block_head_decode(e->leaf, &bh);
+	if (pos < bh.nr_items)
+		rfs_leaf_item_head(e->leaf, (int)pos, ih);
+	if (pos >= bh.nr_items || ih->key.dir_id != d || ih->key.objectid != o ||
+	    ih->key.offset != off || ih->key.type != type)
+		return rfs_error_set(err, RFS_ERR_CORRUPT, blk,
+				     "leaf %llu changed since the scan (item %u differs); rescan",
+				     (unsigned long long)blk, pos);
+	return RFS_OK;
+}
+
+static rfs_status add(struct emitter *e, const struct rfs_key *k, enum rfs_key_format fmt,
+		      uint16_t foc, const uint8_t *body, size_t len, uint64_t source,
+		      struct rfs_error *err)
+{
+	struct tb_item it = { .key = *k, .fmt = fmt, .free_or_count = foc, .len = (uint16_t)len,
+			      .body = body, .source_leaf = source };
+	return tb_add_item(e->tb, &it, err);
+}
+
+static void note_missing(struct emitter *e, uint64_t from, uint64_t to)
+{
+	if (to <= from)
+		return;
+	e->partial = true;
+	if (e->nranges > 0 && e->ranges[e->nranges - 1][1] == from) {
+		e->ranges[e->nranges - 1][1] = to;
+		return;
+	}
+	if (e->nranges < MAX_RANGES) {
+		e->ranges[e->nranges][0] = from;
+		e->ranges[e->nranges][1] = to;
+		e->nranges++;
+	}
+}
+
+/* ---- stat data ---- */
+
+static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
+{
+	sqlite3_stmt *s = e->items;
+	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
+	uint64_t blk = col_u64(s, 6);
+	struct rfs_item_head ih;
+	rfs_status st = source_item(e, blk, (uint32_t)col_u64(s, 7), d, o, 0, RFS_TYPE_STAT, &ih,
+				    err);
+	if (st)
+		return st;
+	const uint8_t *body = e->leaf + ih.location;
+	struct rfs_stat sd;
+	if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
+		e->sd_version = sd.version;
+		e->is_reg = (sd.mode & 0170000) == 0100000;
+		e->size = sd.size;
+	}
+	return add(e, &ih.key, ih.key_format, ih.free_or_count, body, ih.len, blk, err);
+}
+
+static rfs_status emit_created_sd(struct emitter *e, uint32_t d, uint32_t o, bool dir,
+				  struct rfs_error *err)
+{
+	struct rb_ctx *c = e->c;
+	bool v2 = c->fs->sb.format == RFS_FORMAT_36;
+	struct rfs_stat sd = {
+		.version = v2 ? 2 : 1,
+		.mode = dir ? (d == 1 && o == 2 ? 040755 : 040700) : 0100600,
+		.nlink = dir ? 2 : 1,
+		.atime = e->now, .mtime = e->now, .ctime = e->now,
+		.first_direct_byte = 0xFFFFFFFFu,
+	};
+	if (!dir) {
+		/* the size the items reach: the real one is unknown */
+		sqlite3_stmt *q;
+		rfs_status st = rfs_index_prepare(c->ix,
+			"SELECT coalesce(max(offset - 1 + CASE type WHEN 1 THEN len / 4 * ?3 ELSE len END), 0),"
+			" min(CASE type WHEN 2 THEN offset END) FROM item"
+			" WHERE win = 1 AND dir_id = ?1 AND objectid = ?2 AND type IN (1, 2)", &q, err);
+		if (st)
+			return st;
+		sqlite3_bind_int64(q, 1, d);
+		sqlite3_bind_int64(q, 2, o);
+		sqlite3_bind_int64(q, 3, c->bs);
+		if (step(q)) {
+			sd.size = col_u64(q, 0);
+			if (!v2 && sqlite3_column_type(q, 1) != SQLITE_NULL)
+				sd.first_direct_byte = (uint32_t)col_u64(q, 1);
+		}
+		sqlite3_finalize(q);
+	}
+	uint8_t body[64];
+	size_t len;
+	rfs_status st = rfs_stat_encode(&sd, body, sizeof(body), &len);
+	if (st)
+		return rfs_error_set(err, st, RFS_NO_BLOCK, "stat data for %u %u", d, o);
+	e->sd_version = sd.version;
+	e->is_reg = !dir;
+	e->size = sd.size;
+	struct rfs_key k = { d, o, 0, RFS_TYPE_STAT };
+	c->n.sd_created++;
+	return add(e, &k, v2 ? RFS_KEY_V2 : RFS_KEY_V1, 0xFFFF, body, len, RFS_NO_BLOCK, err);
+}
+
+/* ---- directory items ---- */
+
+static rfs_status flush_group(struct emitter *e, struct rfs_error *err)
+{
+	if (e->ndents == 0)
+		return RFS_OK;
+	enum rfs_key_format pad = e->sd_version == 2 ? RFS_KEY_V2 : RFS_KEY_V1;
+	size_t len;
+	rfs_status st = rfs_dir_item_encode(e->dents, e->ndents, pad, e->body, e->c->bs, &len);
+	if (st)
+		return rfs_error_set(err, st, RFS_NO_BLOCK, "directory item of %u %u",
+				     e->group_dir, e->group_obj);
+	struct rfs_key k = { e->group_dir, e->group_obj, e->dents[0].offset, RFS_TYPE_DIRENTRY };
+	st = add(e, &k, e->group_fmt ? RFS_KEY_V2 : RFS_KEY_V1, (uint16_t)e->ndents, e->body, len,
+		 e->group_modified ? RFS_NO_BLOCK : e->group_block, err);
+	e->ndents = 0;
+	e->names_len = 0;
+	e->group_bytes = 0;
+	e->group_block = RFS_NO_BLOCK;
+	e->group_modified = false;
+	return st;
+}
+
+static rfs_status emit_dirent(struct emitter *e, struct rfs_error *err)
+{
+	sqlite3_stmt *s = e->ents;
+	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
+	const void *name = sqlite3_column_blob(s, 5);
+	size_t nlen = (size_t)sqlite3_column_bytes(s, 5);
+	unsigned slot = (unsigned)col_u64(s, 8);
+	bool synth = sqlite3_column_type(s, 9) == SQLITE_NULL;
+	uint64_t blk = synth ? RFS_NO_BLOCK : col_u64(s, 9);
+	uint32_t pos = synth ? 0 : (uint32_t)col_u64(s, 10);
+	if (nlen == 0 || nlen > 4032)
+		return RFS_OK;
+	enum rfs_key_format pad = e->sd_version == 2 ? RFS_KEY_V2 : RFS_KEY_V1;
+	size_t esize = slot ? 16 + slot : rfs_dir_entry_size((uint16_t)nlen, pad);
+	rfs_status st = RFS_OK;
+	bool other_source = !synth && e->group_block != RFS_NO_BLOCK &&
+			    (e->group_block != blk || e->group_pos != pos);
+	if (e->ndents && (other_source || e->group_bytes + esize > e->c->bs - 48))
+		st = flush_group(e, err);
+	if (st)
+		return st;
+	if (e->ndents == e->dcap) {
+		size_t nc = e->dcap ? 2 * e->dcap : 256;
+		struct rfs_dirent_in *w = realloc(e->dents, nc * sizeof(*w));
+		if (!w)
+			return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "directory entries");
+		e->dents = w;
+		e->dcap = nc;
+	}
+	if (e->ndents == 0) {
+		e->group_dir = d;
+		e->group_obj = o;
+		e->group_fmt = (unsigned)col_u64(s, 7);
+	}
+	if (synth)
+		e->group_modified = true;
+	else if (e->group_block == RFS_NO_BLOCK) {
+		e->group_block = blk;
+		e->group_pos = pos;
+	}
+	/* names live in one buffer of bs bytes: the group never exceeds it */
+	memcpy(e->names + e->names_len, name, nlen);
+	e->dents[e->ndents++] = (struct rfs_dirent_in){
+		.offset = (uint32_t)col_u64(s, 2), .dir_id = (uint32_t)col_u64(s, 3),
+		.objectid = (uint32_t)col_u64(s, 4), .state = (uint16_t)col_u64(s, 6),
+		.name = e->names + e->names_len, .name_len = (uint16_t)nlen,
+		.stored_len = (uint16_t)slot,
+	};
+	e->names_len += nlen;
+	e->group_bytes += esize;
+	return RFS_OK;
+}
+
+/* ---- body items ---- */
+
+/* Items of this file before ih are lost: the missing whole blocks become a
+ * hole (indirect items of zero pointers), so the file stays well formed and
+ * its remaining data keeps its offsets; the range is reported missing. */
+static rfs_status fill_gap(struct emitter *e, const struct rfs_item_head *ih,
+			   struct rfs_error *err)
+{
+	uint64_t bs = e->c->bs, from = e->next_byte - 1, to = ih->key.offset - 1;
+	if (e->is_reg)
+		note_missing(e, from, to);
+	if (from % bs || to % bs)
+		return RFS_OK;      /* not block aligned: nothing a hole can stand for */
+	uint64_t per = (bs - 48) / 4;
+	uint8_t *zero = calloc(1, (size_t)per * 4);
+	if (!zero)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "hole");
+	rfs_status st = RFS_OK;
+	for (uint64_t b = from / bs; !st && b < to / bs;) {
+		uint64_t n = to / bs - b < per ? to / bs - b : per;
+		struct rfs_key k = { ih->key.dir_id, ih->key.objectid, b * bs + 1, RFS_TYPE_INDIRECT };
+		if (ih->key_format == RFS_KEY_V1 && k.offset > 0xFFFFFFFFull)
+			break;
+		st = add(e, &k, ih->key_format, 0, zero, (size_t)n * 4, RFS_NO_BLOCK, err);
+		b += n;
+	}
+	free(zero);
+	return st;
+}
+
+static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
+{
+	struct rb_ctx *c = e->c;
+	sqlite3_stmt *s = e->items;
+	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
+	uint64_t off = col_u64(s, 2);
+	unsigned type = (unsigned)col_u64(s, 3);
+	uint64_t blk = col_u64(s, 6);
+	uint32_t pos = (uint32_t)col_u64(s, 7);
+	if (off < e->next_byte) {
+		/* overlaps data already emitted for this file: the earlier wins */
+		c->n.conflicts++;
+		return rfs_index_add_conflict(c->ix, d, o, off, type, RFS_NO_BLOCK, blk,
+					      "overlapping file data", err);
+	}
+	struct rfs_item_head ih;
+	rfs_status st = source_item(e, blk, pos, d, o, off, type, &ih, err);
+	if (st)
+		return st;
+	if (off > e->next_byte && (st = fill_gap(e, &ih, err)))
+		return st;
+	/* fill_gap may have loaded another leaf (never: it reads nothing) */
+	memcpy(e->body, e->leaf + ih.location, ih.len);
+	uint64_t end;
+	uint64_t source = blk;
+	if (type == RFS_TYPE_INDIRECT) {
+		uint32_t n = ih.len / 4;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t p = le32_at(e->body, 4 * (size_t)i);
+			if (!p)
+				continue;
+			bool bad = p >= c->nblocks || rfs_bitmap_test(&c->meta, p) ||
+				   rfs_bitmap_test(&c->accepted, p) || rfs_bitmap_test(&c->claimed, p);
+			if (!bad) {
+				rfs_bitmap_set(&c->claimed, p);
+				continue;
+			}
+			le32_put(e->body, 4 * (size_t)i, 0);
+			source = RFS_NO_BLOCK;
+			c->n.pointers_zeroed++;
+			uint64_t from = off - 1 + (uint64_t)i * c->bs;
+			note_missing(e, from, from + c->bs);
+		}
+		end = off - 1 + (uint64_t)n * c->bs;
+	} else {
+		end = off - 1 + ih.len;
+	}
+	e->next_byte = end + 1;
+	return add(e, &ih.key, ih.key_format, ih.free_or_count, e->body, ih.len, source, err);
+}
+
+static rfs_status finish_object(struct emitter *e, uint32_t d, uint32_t o, struct rfs_error *err)
+{
+	if (!e->is_reg)
+		return RFS_OK;
+	/* the last block may be partly used, a 3.6 tail padded: only bytes
+	 * beyond what the items could hold are missing */
+	if (e->size > e->next_byte - 1)
+		note_missing(e, e->next_byte - 1, e->size);
+	if (!e->partial)
+		return RFS_OK;
+	char detail[MAX_RANGES * 48 + 8];
+	size_t n = 0;
+	n += (size_t)snprintf(detail + n, sizeof(detail) - n, "[");
+	for (unsigned i = 0; i < e->nranges && n < sizeof(detail); i++)
+		n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s[%llu,%llu]", i ? "," : "",
+				      (unsigned long long)e->ranges[i][0],
+				      (unsigned long long)e->ranges[i][1]);
+	if (n < sizeof(detail))
+		snprintf(detail + n, sizeof(detail) - n, "]");
+	e->c->n.partial++;
+	return rfs_index_add_outcome(e->c->ix, d, o, "partial", detail, err);
+}
+
+static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *err)
+{
+	uint32_t d = (uint32_t)(k >> 32), o = (uint32_t)k;
+	e->is_reg = false;
+	e->size = 0;
+	e->next_byte = 1;
+	e->nranges = 0;
+	e->partial = false;
+	e->sd_version = e->c->fs->sb.format == RFS_FORMAT_36 ? 2 : 1;
+	rfs_status st = RFS_OK;
+	bool have_sd = false;
+	if (e->have_item && cur_key(e->items, true) == k && col_u64(e->items, 3) == RFS_TYPE_STAT) {
+		st = emit_source_sd(e, err);
+		e->have_item = step(e->items);
+		have_sd = true;
+	}
+	if (!st && e->have_sd && cur_key(e->sds, true) == k) {
+		if (!have_sd)
+			st = emit_created_sd(e, d, o, col_u64(e->sds, 2) == 2, err);
+		e->have_sd = step(e->sds);
+	}
+	while (!st && e->have_ent && cur_key(e->ents, true) == k) {
+		st = emit_dirent(e, err);
+		e->have_ent = step(e->ents);
+	}
+	if (!st)
+		st = flush_group(e, err);
+	while (!st && e->have_item && cur_key(e->items, true) == k) {
+		if (col_u64(e->items, 3) != RFS_TYPE_STAT)
+			st = emit_body(e, err);
+		e->have_item = step(e->items);
+	}
+	if (!st)
+		st = finish_object(e, d, o, err);
+	return st;
+}
+
+static rfs_status load_reserved(struct emitter *e, struct rfs_error *err)
+{
+	struct rb_ctx *c = e->c;
+	sqlite3_stmt *q;
+	rfs_status st = rfs_index_prepare(c->ix,
+		"SELECT first, count FROM claim WHERE block IN"
+		" (SELECT block FROM leaf WHERE status = 'accepted')", &q, err);
+	if (st)
+		return st;
+	while (step(q)) {
+		uint64_t first = col_u64(q, 0), count = col_u64(q, 1);
+		for (uint64_t b = first; b < first + count && b < c->nblocks; b++)
+			rfs_bitmap_set(&e->reserved, b);
+	}
+	sqlite3_finalize(q);
+	if ((st = rfs_index_prepare(c->ix, "SELECT block FROM internal WHERE area = 0", &q, err)))
+		return st;
+	while (step(q)) {
+		uint64_t b = col_u64(q, 0);
+		if (b < c->nblocks)
+			rfs_bitmap_set(&e->old_internal, b);
+	}
+	sqlite3_finalize(q);
+	return RFS_OK;
+}
+
+static const char items_sql[] =
+	"SELECT i.dir_id, i.objectid, i.offset, i.type, i.fmt, i.len, i.block, i.pos"
+	" FROM item i JOIN obj o ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
+	" WHERE i.win = 1 AND (i.type = 0 OR (o.is_dir = 0 AND i.type IN (1, 2)))"
+	" ORDER BY i.dir_id, i.objectid, i.offset, i.type";
+static const char ents_sql[] =
+	"SELECT d.dir_id, d.objectid, d.off, d.t_dir_id, d.t_objectid, d.name, d.state, d.fmt,"
+	" d.slot, d.block, d.pos FROM dirent d JOIN obj o ON o.dir_id = d.dir_id"
+	" AND o.objectid = d.objectid WHERE o.is_dir = 1 AND d.keep = 1"
+	" ORDER BY d.dir_id, d.objectid, d.off";
+static const char sds_sql[] =
+	"SELECT dir_id, objectid, create_sd FROM obj WHERE create_sd <> 0 ORDER BY dir_id, objectid";
+
+rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
+{
+	struct emitter e = { .c = c, .leaf_blk = RFS_NO_BLOCK, .group_block = RFS_NO_BLOCK,
+			     .now = (uint32_t)time(NULL) };
+	rfs_status st = RFS_OK;
+	e.leaf = malloc(c->bs);
+	e.body = malloc(c->bs);
+	e.names = malloc(c->bs);
+	if (!e.leaf || !e.body || !e.names)
+		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "emit buffers");
+	if (!st)
+		st = rfs_bitmap_init(&e.reserved, c->nblocks, err);
+	if (!st)
+		st = rfs_bitmap_init(&e.old_internal, c->nblocks, err);
+	if (!st)
+		st = load_reserved(&e, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix, items_sql, &e.items, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix, ents_sql, &e.ents, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix, sds_sql, &e.sds, err);
+	struct tb_options to = { .dev = c->dev, .bs = c->bs, .alloc = alloc_block, .placed = placed,
+				 .keep_stale_free_space = true,
+				 .ctx = &e };
+	if (!st)
+		st = tb_new(&to, &e.tb, err);
+	if (!st)
+		st = rfs_index_begin(c->ix, err);
+	if (!st) {
+		e.have_item = step(e.items);
+		e.have_ent = step(e.ents);
+		e.have_sd = step(e.sds);
+		uint64_t done = 0;
+		rfs_progress_phase(&c->progress, "build", "objects", 0);
+		while (!st && (e.have_item || e.have_ent || e.have_sd)) {
+			uint64_t k = cur_key(e.items, e.have_item), k2 = cur_key(e.ents, e.have_ent);
+			uint64_t k3 = cur_key(e.sds, e.have_sd);
+			if (k2 < k)
+				k = k2;
+			if (k3 < k)
+				k = k3;
+			st = emit_object(&e, k, err);
+			rfs_progress_update(&c->progress, ++done);
+		}
+		rfs_progress_done(&c->progress);
+		if (!st) {
+			struct tb_stats ts;
+			st = tb_finish(e.tb, &c->root, &c->height, &ts, err);
+		}
+		if (!st)
+			st = rfs_index_commit(c->ix, err);
+		else
+			rfs_index_exec(c->ix, "ROLLBACK", NULL);
+	}
+	tb_free(e.tb);
+	sqlite3_finalize(e.items);
+	sqlite3_finalize(e.ents);
+	sqlite3_finalize(e.sds);
+	rfs_bitmap_free(&e.reserved);
+	rfs_bitmap_free(&e.old_internal);
+	free(e.leaf);
+	free(e.body);
+	free(e.names);
+	free(e.dents);
+	return st;
+}

@@ -1,0 +1,483 @@
+/*
+ * namespace.c - stage 5 of rebuild, decided before anything is written: which
+ * names the new tree keeps, which objects need a stat data created, and what
+ * goes to /lost+found.
+ *
+ *   - objects = keys with a winning item (safe links, dir_id 0xFFFFFFFF, are
+ *     dropped: they describe an unlink that rebuild makes moot);
+ *   - the root (1, 2) exists, created when no stat data or entry survived;
+ *   - a walk from the root, breadth first: a name whose target has no item
+ *     is removed ("points nowhere"); a second name of a directory is removed
+ *     (no hard links to directories, no cycles); "." and ".." are made to
+ *     point at the directory and its parent, added when missing;
+ *   - objects no name reaches: a directory is linked by its topmost lost
+ *     ancestor (climbing ".." while the parent really names it), then files,
+ *     as /lost+found/<dir_id>_<objectid>; /lost+found is created if needed.
+ * All of it is rows: dirent.keep/why, synthesized dirent rows (block NULL),
+ * the temp table obj (create_sd), and outcome rows for the report.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rebuild.h"
+#include "rfs/hash.h"
+#include "rfs/u64set.h"
+
+#define KEY(d, o) (((uint64_t)(d) << 32) | (uint32_t)(o))
+#define KD(k) ((uint32_t)((k) >> 32))
+#define KO(k) ((uint32_t)(k))
+
+enum { S_IFMT_ = 0170000, S_IFDIR_ = 0040000, CLIMB_MAX = 4096 };
+
+struct ns {
+	struct rb_ctx *c;
+	struct u64set reached;
+	uint64_t *queue;             /* pairs: dir, parent */
+	size_t qhead, qtail, qcap;
+	sqlite3_stmt *entries, *obj, *drop, *retarget, *add, *offtaken, *nametaken, *mark_sd;
+	unsigned fmt_default;
+	uint64_t lf;                 /* lost+found key, 0 until known */
+};
+
+struct entry {
+	int64_t rowid;
+	uint32_t off, t_dir_id, t_objectid;
+};
+
+struct objinfo {
+	bool exists, is_dir, has_sd;
+};
+
+static rfs_status lookup(struct ns *s, uint64_t k, struct objinfo *o, struct rfs_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	sqlite3_bind_int64(s->obj, 1, KD(k));
+	sqlite3_bind_int64(s->obj, 2, KO(k));
+	int rc = sqlite3_step(s->obj);
+	if (rc == SQLITE_ROW) {
+		o->exists = true;
+		o->is_dir = sqlite3_column_int(s->obj, 0) != 0;
+		o->has_sd = sqlite3_column_int(s->obj, 1) != 0;
+	}
+	sqlite3_reset(s->obj);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? RFS_OK : rfs_index_fail(s->c->ix, "obj", err);
+}
+
+static rfs_status run1(struct ns *s, sqlite3_stmt *st, const char *what, struct rfs_error *err)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? RFS_OK : rfs_index_fail(s->c->ix, what, err);
+}
+
+static rfs_status drop_entry(struct ns *s, int64_t rowid, const char *why, struct rfs_error *err)
+{
+	sqlite3_bind_text(s->drop, 1, why, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->drop, 2, rowid);
+	s->c->n.entries_removed++;
+	return run1(s, s->drop, "drop entry", err);
+}
+
+static rfs_status retarget(struct ns *s, int64_t rowid, uint64_t k, struct rfs_error *err)
+{
+	sqlite3_bind_int64(s->retarget, 1, KD(k));
+	sqlite3_bind_int64(s->retarget, 2, KO(k));
+	sqlite3_bind_int64(s->retarget, 3, rowid);
+	return run1(s, s->retarget, "retarget", err);
+}
+
+/* Adds a synthesized entry name -> target in dir, at a free offset. */
+static rfs_status add_entry(struct ns *s, uint64_t dir, const char *name, uint32_t off_base,
+			    uint64_t target, struct rfs_error *err)
+{
+	uint32_t off = off_base;
+	if (off_base > 2) {
+		for (uint32_t gen = 0;; gen++) {
+			if (gen > 127)
+				return rfs_error_set(err, RFS_ERR_LIMIT, RFS_NO_BLOCK,
+						     "no free offset for %s in directory %u %u", name,
+						     KD(dir), KO(dir));
+			off = off_base + gen;
+			sqlite3_bind_int64(s->offtaken, 1, KD(dir));
+			sqlite3_bind_int64(s->offtaken, 2, KO(dir));
+			sqlite3_bind_int64(s->offtaken, 3, off);
+			bool taken = sqlite3_step(s->offtaken) == SQLITE_ROW;
+			sqlite3_reset(s->offtaken);
+			if (!taken)
+				break;
+		}
+	}
+	sqlite3_stmt *a = s->add;
+	sqlite3_bind_int64(a, 1, KD(dir));
+	sqlite3_bind_int64(a, 2, KO(dir));
+	sqlite3_bind_int64(a, 3, off);
+	sqlite3_bind_int64(a, 4, KD(target));
+	sqlite3_bind_int64(a, 5, KO(target));
+	sqlite3_bind_blob(a, 6, name, (int)strlen(name), SQLITE_TRANSIENT);
+	sqlite3_bind_int(a, 7, (int)s->fmt_default);
+	sqlite3_bind_int64(a, 8, KD(dir));
+	sqlite3_bind_int64(a, 9, KO(dir));
+	return run1(s, a, "add entry", err);
+}
+
+static rfs_status enqueue(struct ns *s, uint64_t dir, uint64_t parent, struct rfs_error *err)
+{
+	if (s->qtail + 2 > s->qcap) {
+		if (s->qhead > 0) {
+			memmove(s->queue, s->queue + s->qhead, (s->qtail - s->qhead) * sizeof(uint64_t));
+			s->qtail -= s->qhead;
+			s->qhead = 0;
+		}
+		if (s->qtail + 2 > s->qcap) {
+			size_t nc = s->qcap ? 2 * s->qcap : 1024;
+			uint64_t *q = realloc(s->queue, nc * sizeof(uint64_t));
+			if (!q)
+				return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "namespace queue");
+			s->queue = q;
+			s->qcap = nc;
+		}
+	}
+	s->queue[s->qtail++] = dir;
+	s->queue[s->qtail++] = parent;
+	return RFS_OK;
+}
+
+static rfs_status load_entries(struct ns *s, uint64_t dir, struct entry **out, size_t *n,
+			       struct rfs_error *err)
+{
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	sqlite3_bind_int64(s->entries, 1, KD(dir));
+	sqlite3_bind_int64(s->entries, 2, KO(dir));
+	rfs_status st = RFS_OK;
+	while (sqlite3_step(s->entries) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t nc = cap ? 2 * cap : 64;
+			struct entry *w = realloc(*out, nc * sizeof(**out));
+			if (!w) {
+				st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "entries");
+				break;
+			}
+			*out = w;
+			cap = nc;
+		}
+		(*out)[(*n)++] = (struct entry){
+			.rowid = sqlite3_column_int64(s->entries, 0),
+			.off = (uint32_t)sqlite3_column_int64(s->entries, 1),
+			.t_dir_id = (uint32_t)sqlite3_column_int64(s->entries, 2),
+			.t_objectid = (uint32_t)sqlite3_column_int64(s->entries, 3),
+		};
+	}
+	sqlite3_reset(s->entries);
+	return st;
+}
+
+/* One directory: its names decide what it reaches. */
+static rfs_status visit_dir(struct ns *s, uint64_t dir, uint64_t parent, struct rfs_error *err)
+{
+	struct entry *e;
+	size_t n;
+	rfs_status st = load_entries(s, dir, &e, &n, err);
+	bool dot = false, dotdot = false;
+	for (size_t i = 0; !st && i < n; i++) {
+		uint64_t t = KEY(e[i].t_dir_id, e[i].t_objectid);
+		if (e[i].off == 1) {
+			if (dot) {
+				st = drop_entry(s, e[i].rowid, "extra-dot", err);
+				continue;
+			}
+			dot = true;
+			if (t != dir)
+				st = retarget(s, e[i].rowid, dir, err);
+			continue;
+		}
+		if (e[i].off == 2) {
+			if (dotdot) {
+				st = drop_entry(s, e[i].rowid, "extra-dotdot", err);
+				continue;
+			}
+			dotdot = true;
+			if (t != parent)
+				st = retarget(s, e[i].rowid, parent, err);
+			continue;
+		}
+		struct objinfo o;
+		if ((st = lookup(s, t, &o, err)))
+			break;
+		if (!o.exists) {
+			st = drop_entry(s, e[i].rowid, "points-nowhere", err);
+			continue;
+		}
+		bool added;
+		if (o.is_dir) {
+			if (u64set_has(&s->reached, t)) {
+				st = drop_entry(s, e[i].rowid, "second-name-of-directory", err);
+				continue;
+			}
+			if (!(st = u64set_add(&s->reached, t, &added)))
+				st = enqueue(s, t, dir, err);
+		} else {
+			st = u64set_add(&s->reached, t, &added);
+		}
+	}
+	free(e);
+	if (!st && !dot)
+		st = add_entry(s, dir, ".", 1, dir, err);
+	if (!st && !dotdot)
+		st = add_entry(s, dir, "..", 2, parent, err);
+	return st;
+}
+
+static rfs_status walk(struct ns *s, struct rfs_error *err)
+{
+	rfs_status st = RFS_OK;
+	while (!st && s->qhead < s->qtail) {
+		uint64_t dir = s->queue[s->qhead++];
+		uint64_t parent = s->queue[s->qhead++];
+		st = visit_dir(s, dir, parent, err);
+	}
+	return st;
+}
+
+static rfs_status add_object(struct ns *s, uint64_t k, bool is_dir, struct rfs_error *err)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "INSERT OR IGNORE INTO obj(dir_id, objectid, is_dir, has_sd, create_sd)"
+		 " VALUES (%u, %u, %d, 0, %d)", KD(k), KO(k), is_dir, is_dir ? 2 : 1);
+	return rfs_index_exec(s->c->ix, sql, err);
+}
+
+static uint32_t name_offset(struct ns *s, const char *name)
+{
+	return rfs_hash_entry_offset(s->c->hash_code, (const uint8_t *)name, strlen(name));
+}
+
+/* /lost+found: the root's existing directory of that name, or a new one. */
+static rfs_status lost_found(struct ns *s, struct rfs_error *err)
+{
+	if (s->lf)
+		return RFS_OK;
+	const uint64_t root = KEY(1, 2);
+	sqlite3_stmt *q;
+	rfs_status st = rfs_index_prepare(s->c->ix,
+		"SELECT d.t_dir_id, d.t_objectid FROM dirent d JOIN obj o ON o.dir_id = d.t_dir_id"
+		" AND o.objectid = d.t_objectid WHERE d.dir_id = 1 AND d.objectid = 2 AND d.keep = 1"
+		" AND d.name = CAST('lost+found' AS BLOB) AND o.is_dir = 1", &q, err);
+	if (st)
+		return st;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		s->lf = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+	sqlite3_finalize(q);
+	if (s->lf)
+		return RFS_OK;
+	uint32_t oid = ++s->c->max_objectid;
+	s->lf = KEY(2, oid);   /* the root's objectid is the packing locality of its children */
+	s->c->lf_objectid = oid;
+	bool added;
+	if ((st = add_object(s, s->lf, true, err)) ||
+	    (st = u64set_add(&s->reached, s->lf, &added)) ||
+	    (st = add_entry(s, root, "lost+found", name_offset(s, "lost+found"), s->lf, err)) ||
+	    (st = add_entry(s, s->lf, ".", 1, s->lf, err)) ||
+	    (st = add_entry(s, s->lf, "..", 2, root, err)))
+		return st;
+	return rfs_index_add_outcome(s->c->ix, KD(s->lf), KO(s->lf), "lost+found-created", NULL, err);
+}
+
+static rfs_status link_lost(struct ns *s, uint64_t k, bool is_dir, struct rfs_error *err)
+{
+	rfs_status st = lost_found(s, err);
+	if (st)
+		return st;
+	char name[64];
+	snprintf(name, sizeof(name), "%u_%u", KD(k), KO(k));
+	sqlite3_bind_int64(s->nametaken, 1, KD(s->lf));
+	sqlite3_bind_int64(s->nametaken, 2, KO(s->lf));
+	sqlite3_bind_blob(s->nametaken, 3, name, (int)strlen(name), SQLITE_TRANSIENT);
+	bool taken = sqlite3_step(s->nametaken) == SQLITE_ROW;
+	sqlite3_reset(s->nametaken);
+	if (taken)
+		strcat(name, "_lost");
+	if ((st = add_entry(s, s->lf, name, name_offset(s, name), k, err)))
+		return st;
+	bool added;
+	if ((st = u64set_add(&s->reached, k, &added)))
+		return st;
+	s->c->n.lost_found++;
+	if ((st = rfs_index_add_outcome(s->c->ix, KD(k), KO(k), "lost+found", name, err)))
+		return st;
+	if (!is_dir)
+		return RFS_OK;
+	if ((st = enqueue(s, k, s->lf, err)))
+		return st;
+	return walk(s, err);
+}
+
+/* The ".." of a lost directory, if that parent is itself a lost directory
+ * that names it. */
+static uint64_t lost_parent(struct ns *s, uint64_t dir)
+{
+	sqlite3_stmt *q;
+	struct rfs_error e;
+	if (rfs_index_prepare(s->c->ix,
+		"SELECT p.dir_id, p.objectid FROM dirent dd JOIN dirent p ON p.dir_id = dd.t_dir_id"
+		" AND p.objectid = dd.t_objectid AND p.t_dir_id = dd.dir_id AND p.t_objectid = dd.objectid"
+		" AND p.keep = 1 AND p.off > 2 JOIN obj o ON o.dir_id = p.dir_id AND o.objectid = p.objectid"
+		" AND o.is_dir = 1 WHERE dd.dir_id = ? AND dd.objectid = ? AND dd.off = 2 AND dd.keep = 1"
+		" LIMIT 1", &q, &e))
+		return 0;
+	sqlite3_bind_int64(q, 1, KD(dir));
+	sqlite3_bind_int64(q, 2, KO(dir));
+	uint64_t p = 0;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		p = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+	sqlite3_finalize(q);
+	return p;
+}
+
+static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *err)
+{
+	sqlite3_stmt *q;
+	rfs_status st = rfs_index_prepare(s->c->ix,
+		"SELECT dir_id, objectid FROM obj WHERE is_dir = ? ORDER BY dir_id, objectid", &q, err);
+	if (st)
+		return st;
+	sqlite3_bind_int(q, 1, dirs);
+	/* collect first: linking adds rows to obj and dirent */
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t k = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+		if (u64set_has(&s->reached, k))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 256;
+			uint64_t *w = realloc(v, nc * sizeof(*v));
+			if (!w) {
+				st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "lost objects");
+				break;
+			}
+			v = w;
+			cap = nc;
+		}
+		v[n++] = k;
+	}
+	sqlite3_finalize(q);
+	for (size_t i = 0; !st && i < n; i++) {
+		uint64_t k = v[i];
+		if (u64set_has(&s->reached, k))
+			continue;
+		if (dirs) {
+			/* climb to the topmost lost ancestor that names this one */
+			for (int steps = 0; steps < CLIMB_MAX; steps++) {
+				uint64_t p = lost_parent(s, k);
+				if (!p || p == v[i] || u64set_has(&s->reached, p))
+					break;
+				k = p;
+			}
+		}
+		st = link_lost(s, k, dirs, err);
+	}
+	free(v);
+	return st;
+}
+
+static const char obj_sql[] =
+	"DROP TABLE IF EXISTS temp.obj;"
+	"CREATE TEMP TABLE obj(dir_id INTEGER, objectid INTEGER, is_dir INTEGER, has_sd INTEGER,"
+	" create_sd INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;"
+	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd)"
+	" SELECT dir_id, objectid,"
+	"  CASE WHEN max(type = 0) THEN (max(CASE WHEN type = 0 THEN sd_mode END) & 61440) = 16384"
+	"   ELSE max(type = 3) END,"
+	"  max(type = 0)"
+	" FROM item WHERE win = 1 AND dir_id <> 4294967295 GROUP BY dir_id, objectid;"
+	"UPDATE obj SET create_sd = CASE WHEN is_dir THEN 2 ELSE 1 END WHERE has_sd = 0;";
+
+static void ns_free(struct ns *s)
+{
+	sqlite3_finalize(s->entries);
+	sqlite3_finalize(s->obj);
+	sqlite3_finalize(s->drop);
+	sqlite3_finalize(s->retarget);
+	sqlite3_finalize(s->add);
+	sqlite3_finalize(s->offtaken);
+	sqlite3_finalize(s->nametaken);
+	u64set_free(&s->reached);
+	free(s->queue);
+}
+
+rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
+{
+	struct ns s = { .c = c, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
+	rfs_status st = rfs_index_exec(c->ix, obj_sql, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"SELECT rowid, off, t_dir_id, t_objectid FROM dirent WHERE dir_id = ?"
+			" AND objectid = ? AND keep = 1 ORDER BY off", &s.entries, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"SELECT is_dir, has_sd FROM obj WHERE dir_id = ? AND objectid = ?", &s.obj, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix, "UPDATE dirent SET keep = 0, why = ? WHERE rowid = ?",
+				       &s.drop, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"UPDATE dirent SET t_dir_id = ?, t_objectid = ? WHERE rowid = ?", &s.retarget, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"INSERT INTO dirent(dir_id, objectid, off, t_dir_id, t_objectid, name, state, fmt,"
+			" hmask, keep, why) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 4,"
+			" coalesce((SELECT fmt FROM dirent WHERE dir_id = ?8 AND objectid = ?9 AND block"
+			"  IS NOT NULL LIMIT 1), ?7), 7, 1, 'added')", &s.add, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"SELECT 1 FROM dirent WHERE dir_id = ? AND objectid = ? AND off = ? AND keep = 1",
+			&s.offtaken, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"SELECT 1 FROM dirent WHERE dir_id = ? AND objectid = ? AND name = ? AND keep = 1",
+			&s.nametaken, err);
+	if (!st)
+		st = rfs_index_begin(c->ix, err);
+	if (st) {
+		ns_free(&s);
+		return st;
+	}
+	const uint64_t root = KEY(1, 2);
+	struct objinfo ro;
+	bool added;
+	st = lookup(&s, root, &ro, err);
+	if (!st && !ro.exists) {
+		st = add_object(&s, root, true, err);
+		if (!st)
+			st = rfs_index_add_outcome(c->ix, 1, 2, "root-created", NULL, err);
+	}
+	if (!st)
+		st = u64set_add(&s.reached, root, &added);
+	if (!st)
+		st = enqueue(&s, root, KEY(0, 1), err);
+	if (!st)
+		st = walk(&s, err);
+	if (!st)
+		c->n.by_name = s.reached.count + (s.reached.has_zero ? 1 : 0);
+	if (!st)
+		st = relink_unreached(&s, true, err);
+	if (!st)
+		st = relink_unreached(&s, false, err);
+	if (!st)
+		st = rfs_index_exec(c->ix,
+			"INSERT INTO outcome(dir_id, objectid, what, detail)"
+			" SELECT dir_id, objectid, 'sd-created', CASE create_sd WHEN 2 THEN 'directory'"
+			" ELSE 'file' END FROM obj WHERE create_sd <> 0;", err);
+	if (!st)
+		st = rfs_index_commit(c->ix, err);
+	else
+		rfs_index_exec(c->ix, "ROLLBACK", NULL);
+	ns_free(&s);
+	return st;
+}

@@ -1,0 +1,121 @@
+/*
+ * rebuild.h - state shared by the stages of `rfsck rebuild` (the files of rebuild/).
+ *
+ * Stages, in order, and what each hands on (the driver is src/cmd_rebuild.c):
+ *   scan.c      every block of the scan set -> index rows (leaf, item, claim,
+ *               dirent, internal, nested, unreadable); bitmap `leaves`
+ *   nested.c    nested filesystems: extent, holder file, libmagic -> bitmap
+ *               `nested`, nested rows
+ *   select.c    hash choice, leaf decisions (accepted/rejected + reason), item
+ *               winners, double claims -> bitmap `accepted`
+ *   namespace.c names kept, entries removed, lost+found links, stat data to
+ *               create -> dirent.keep, outcome rows
+ *   emit.c      the new tree: items in key order into tree_build.c
+ *   finish.c    superblock (root, height, hash, state), journal header; then
+ *               check's repair passes compute bitmaps, counts and sizes
+ *
+ * Invariants:
+ *  (1) Nothing is written before emit.c; the scan and every decision only
+ *      read the image and write the index.
+ *  (2) A block becomes part of the new tree only if select.c accepted it (or
+ *      emit.c allocated it from `free_for_tree`, which excludes every leaf
+ *      candidate, every claimed data block, every nested extent and all
+ *      metadata): no file's data and no nested image is ever overwritten.
+ *  (3) Memory is a few bitmaps over the blocks plus bounded buffers; every
+ *      per-candidate fact lives in the index.
+ */
+#ifndef RFS_REBUILD_H
+#define RFS_REBUILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rfs/bitmap.h"
+#include "rfs/fs.h"
+#include "rfs/index.h"
+#include "rfs/progress.h"
+
+enum rb_scan_mode { RB_SCAN_AUTO, RB_SCAN_USED, RB_SCAN_ALL };
+
+struct rb_options {
+	bool dry_run;
+	enum rb_scan_mode scan;
+	bool quiet, progress_force;
+	unsigned hash_override;      /* --hash, 0 = decide */
+};
+
+struct rb_counts {
+	uint64_t blocks_scanned, candidates, invalid, journal_copies, internal_nodes;
+	uint64_t unreadable, nested_superblocks;
+	uint64_t accepted, rejected;
+	uint64_t conflicts, pointers_zeroed;
+	uint64_t by_name, lost_found, entries_removed, sd_created, partial;
+	bool resumed;
+};
+
+struct rb_ctx {
+	struct rfs_fs *fs;
+	struct rfs_dev *dev;
+	uint32_t bs;
+	uint64_t nblocks;            /* min(superblock block count, device blocks) */
+	struct rfs_index *ix;
+	struct rb_options opt;
+
+	enum rb_scan_mode scan_mode; /* what was chosen */
+	char scan_reason[200];
+	struct rfs_bitmap old_used;  /* on-disk bitmap at open */
+	struct rfs_bitmap meta;      /* superblock area, bitmaps, journal */
+	struct rfs_bitmap leaves;    /* valid leaf candidates (any decision) */
+	struct rfs_bitmap nested;    /* blocks inside a nested filesystem */
+	struct rfs_bitmap accepted;  /* leaves of the new tree (before emit) */
+	struct rfs_bitmap claimed;   /* data blocks owned by emitted indirect items */
+
+	unsigned hash_code;
+	const char *hash_source;     /* "superblock", "majority", "option", "default" */
+	uint32_t hash_votes[3];      /* r5, tea, rupasov */
+	uint32_t max_objectid;
+	uint32_t lf_objectid;        /* /lost+found, 0 when none is needed */
+
+	struct rb_counts n;
+	struct rfs_progress progress;
+
+	/* results of emit/finish */
+	uint64_t root;
+	unsigned height;
+	uint64_t tree_leaves, leaves_kept, leaves_new, internal_nodes;
+};
+
+/* Index of a hash code (1 tea, 2 rupasov, 3 r5) in hash_votes / hmask bits:
+ * bit 0 r5, bit 1 tea, bit 2 rupasov. */
+static inline int rb_hash_slot(unsigned code)
+{
+	return code == 3 ? 0 : code == 1 ? 1 : code == 2 ? 2 : -1;
+}
+
+rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_nested(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_flush_journal(struct rb_ctx *c, struct rfs_error *err);
+rfs_status rb_finish(struct rb_ctx *c, struct rfs_error *err);
+
+/* What the driver adds to the report after the writes. */
+struct rb_run_result {
+	uint64_t repairs;            /* fixes made by the repair passes after the build */
+	uint64_t blocks_written;
+	char written_sha256[65];     /* of the sorted written block numbers, one per line */
+	const char *check_after;     /* "clean" or what a check of the result found */
+	const char *undo;            /* undo file, or NULL */
+};
+
+struct json_t;
+/* The report as one JSON object (report.c); rb_report_text renders it. */
+struct json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r);
+void rb_report_text(FILE *f, struct json_t *j);
+
+/* FNV-1a 64 of a block: the content checksum for duplicate detection. */
+uint64_t rb_checksum(const uint8_t *blk, uint32_t bs);
+
+#endif
