@@ -326,28 +326,42 @@ static rfs_status emit_dirent(struct emitter *e, struct rfs_error *err)
 /* ---- body items ---- */
 
 /* Items of this file before ih are lost: the missing whole blocks become a
- * hole (indirect items of zero pointers), so the file stays well formed and
- * its remaining data keeps its offsets; the range is reported missing. */
+ * hole (indirect items of zero pointers) and, before a tail, the missing part
+ * of its block becomes zero bytes (direct items), so the file stays well
+ * formed and its remaining data keeps its offsets; the range is reported
+ * missing. */
 static rfs_status fill_gap(struct emitter *e, const struct rfs_item_head *ih,
 			   struct rfs_error *err)
 {
 	uint64_t bs = e->c->bs, from = e->next_byte - 1, to = ih->key.offset - 1;
 	if (e->is_reg)
 		note_missing(e, from, to);
-	if (from % bs || to % bs)
-		return RFS_OK;      /* not block aligned: nothing a hole can stand for */
+	bool tail = ih->key.type == RFS_TYPE_DIRECT;
+	uint64_t hole_end = tail ? to / bs * bs : to;
+	if (from % bs || hole_end % bs) {
+		if (!tail || to - from >= bs)
+			return RFS_OK;   /* nothing well formed can stand for it */
+		hole_end = from;
+	}
 	uint64_t per = (bs - 48) / 4;
-	uint8_t *zero = calloc(1, (size_t)per * 4);
+	uint8_t *zero = calloc(1, (size_t)bs);
 	if (!zero)
 		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "hole");
 	rfs_status st = RFS_OK;
-	for (uint64_t b = from / bs; !st && b < to / bs;) {
-		uint64_t n = to / bs - b < per ? to / bs - b : per;
+	for (uint64_t b = from / bs; !st && b < hole_end / bs;) {
+		uint64_t n = hole_end / bs - b < per ? hole_end / bs - b : per;
 		struct rfs_key k = { ih->key.dir_id, ih->key.objectid, b * bs + 1, RFS_TYPE_INDIRECT };
 		if (ih->key_format == RFS_KEY_V1 && k.offset > 0xFFFFFFFFull)
 			break;
 		st = add(e, &k, ih->key_format, 0, zero, (size_t)n * 4, RFS_NO_BLOCK, err);
 		b += n;
+	}
+	/* zero bytes up to the tail, at most bs - 48 per direct item */
+	for (uint64_t at = hole_end > from ? hole_end : from; !st && tail && at < to;) {
+		uint64_t n = to - at < bs - 48 ? to - at : bs - 48;
+		struct rfs_key k = { ih->key.dir_id, ih->key.objectid, at + 1, RFS_TYPE_DIRECT };
+		st = add(e, &k, ih->key_format, 0xFFFF, zero, (size_t)n, RFS_NO_BLOCK, err);
+		at += n;
 	}
 	free(zero);
 	return st;

@@ -58,7 +58,12 @@ static rfs_status index_dir_item(struct rb_ctx *c, uint64_t blk, int pos,
 		rfs_dir_entry(body, ih->len, e, &d);
 		unsigned hmask = 0;
 		if (d.offset == RFS_DOT_OFFSET || d.offset == RFS_DOTDOT_OFFSET) {
-			hmask = 7;
+			/* "." and ".." have fixed offsets instead of hashes: their
+			 * names are the evidence */
+			bool dot = d.name_len == 1 && d.name[0] == '.';
+			bool dotdot = d.name_len == 2 && d.name[0] == '.' && d.name[1] == '.';
+			if (d.offset == RFS_DOT_OFFSET ? dot : dotdot)
+				hmask = 7;
 		} else {
 			row->names++;
 			for (int h = 0; h < 3; h++) {
