@@ -110,10 +110,11 @@ integration: $(ASAN_DIR)/rfsck $(TOOL_BIN)
 	@RFSCK=$(CURDIR)/$(ASAN_DIR)/rfsck TOOLS=$(CURDIR)/$(ASAN_DIR)/tools \
 	  sh tests/run-integration.sh
 
+DEMO_DAMAGED ?= corpus/images/r36-nested.damaged.img.xz
 DEMO_IMAGE ?= corpus/images/r36-features-r5.img.xz
 demo: deps
 	$(MAKE) rfsck
-	@sh tests/demo.sh ./rfsck $(DEMO_IMAGE)
+	@sh tests/demo.sh $(CURDIR)/rfsck $(CURDIR)/$(DEMO_DAMAGED) $(CURDIR)/$(DEMO_IMAGE)
 
 bench: deps
 	$(MAKE) rfsck
