@@ -256,6 +256,16 @@ static rfs_status flush_group(struct emitter *e, struct rfs_error *err)
 	enum rfs_key_format pad = e->sd_version == 2 ? RFS_KEY_V2 : RFS_KEY_V1;
 	size_t len;
 	rfs_status st = rfs_dir_item_encode(e->dents, e->ndents, pad, e->body, e->c->bs, &len);
+	if (!st && len < 24 * e->ndents) {
+		/* The kernel (5.x and later) refuses a leaf whose first directory
+		 * item is shorter than 24 bytes per entry (a 3.5 empty directory
+		 * is 35 bytes): names padded to 8 bytes, which every version
+		 * reads, keep such an item acceptable wherever it lands. */
+		for (size_t i = 0; i < e->ndents; i++)
+			e->dents[i].stored_len = 0;
+		st = rfs_dir_item_encode(e->dents, e->ndents, RFS_KEY_V2, e->body, e->c->bs, &len);
+		e->group_modified = true;
+	}
 	if (st)
 		return rfs_error_set(err, st, RFS_NO_BLOCK, "directory item of %u %u",
 				     e->group_dir, e->group_obj);

@@ -110,8 +110,10 @@ rfs_status tb_new(const struct tb_options *o, struct tree_builder **out, struct 
  * its format cannot hold, an unknown type, len 0 or > bs - 48, a stat data
  * body not 32/44 bytes, an indirect body not a multiple of 4, a directory
  * body that fails rfs_dir_validate with its entry count.  Such an item leaves
- * the builder usable (nothing was added).  Any other failure (allocation,
- * write, a block the allocator handed out twice) is sticky, see (6). */
+ * the builder usable (nothing was added).  Any other failure (the
+ * allocator's, a write, RFS_ERR_NOMEM, RFS_ERR_LIMIT for a tree deeper than
+ * RFS_MAX_HEIGHT, RFS_ERR_INVALID for a block the allocator handed out twice
+ * or outside the device) is sticky, see (6). */
 rfs_status tb_add_item(struct tree_builder *tb, const struct tb_item *it, struct rfs_error *err);
 
 /* Writes what is buffered and closes every level.  *root (OUT) is the root
