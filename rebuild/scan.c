@@ -405,7 +405,8 @@ static rfs_status reload_from_index(struct rb_ctx *c, struct rfs_error *err)
 	c->n.unreadable = v[1];
 	c->n.nested_superblocks = v[2];
 	c->max_objectid = (uint32_t)v[3];
-	return RFS_OK;
+	bool found;
+	return rfs_index_meta_get_u64(c->ix, "blocks_scanned", &c->n.blocks_scanned, &found, err);
 }
 
 rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
@@ -470,6 +471,8 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 		if (!st && b - batch_start >= BATCH_BLOCKS) {
 			st = rfs_index_meta_set_u64(c->ix, "scan_next", b, err);
 			if (!st)
+				st = rfs_index_meta_set_u64(c->ix, "blocks_scanned", c->n.blocks_scanned, err);
+			if (!st)
 				st = rfs_index_commit(c->ix, err);
 			if (!st)
 				st = rfs_index_begin(c->ix, err);
@@ -479,6 +482,8 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 	rfs_progress_done(&c->progress);
 	if (!st)
 		st = rfs_index_meta_set_u64(c->ix, "scan_next", c->nblocks, err);
+	if (!st)
+		st = rfs_index_meta_set_u64(c->ix, "blocks_scanned", c->n.blocks_scanned, err);
 	if (!st)
 		st = rfs_index_meta_set_u64(c->ix, "scan_done", 1, err);
 	if (!st)
