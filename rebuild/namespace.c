@@ -264,7 +264,21 @@ static rfs_status lost_found(struct ns *s, struct rfs_error *err)
 		return RFS_OK;
 	const uint64_t root = KEY(1, 2);
 	sqlite3_stmt *q;
-	rfs_status st = rfs_index_prepare(s->c->ix,
+	rfs_status st;
+	if (s->c->opt.detached_orphans) {
+		/* salvage: a directory of its own that no name reaches */
+		uint32_t oid = ++s->c->max_objectid;
+		s->lf = KEY(2, oid);
+		s->c->lf_objectid = oid;
+		bool added;
+		if ((st = add_object(s, s->lf, true, err)) ||
+		    (st = u64set_add(&s->reached, s->lf, &added)) ||
+		    (st = add_entry(s, s->lf, ".", 1, s->lf, err)) ||
+		    (st = add_entry(s, s->lf, "..", 2, root, err)))
+			return st;
+		return RFS_OK;
+	}
+	st = rfs_index_prepare(s->c->ix,
 		"SELECT d.t_dir_id, d.t_objectid FROM dirent d JOIN obj o ON o.dir_id = d.t_dir_id"
 		" AND o.objectid = d.t_objectid WHERE d.dir_id = 1 AND d.objectid = 2 AND d.keep = 1"
 		" AND d.name = CAST('lost+found' AS BLOB) AND o.is_dir = 1", &q, err);

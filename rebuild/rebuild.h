@@ -43,6 +43,9 @@ struct rb_options {
 	enum rb_scan_mode scan;
 	bool quiet, progress_force;
 	unsigned hash_override;      /* --hash, 0 = decide */
+	bool detached_orphans;       /* salvage: objects no name reaches go into a
+				      * new directory that no name reaches either
+				      * (lf_objectid), not into /lost+found */
 };
 
 struct rb_counts {
@@ -92,6 +95,17 @@ static inline int rb_hash_slot(unsigned code)
 {
 	return code == 3 ? 0 : code == 1 ? 1 : code == 2 ? 2 : -1;
 }
+
+/* The pipeline (pipeline.c): init, then rb_decide (scan .. namespace: reads
+ * only), then rb_build (journal flush, emit, superblock: writes through the
+ * device), then rb_release. */
+void rb_init(struct rb_ctx *c, struct rfs_fs *fs, const struct rb_options *opt);
+rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err);
+rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err);
+void rb_release(struct rb_ctx *c);
+/* The missing byte ranges of a file reported partial ("[[from,to],...]",
+ * malloc'd), or NULL. */
+char *rb_partial_ranges(struct rb_ctx *c, uint32_t dir_id, uint32_t objectid);
 
 rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err);
 rfs_status rb_nested(struct rb_ctx *c, struct rfs_error *err);

@@ -85,21 +85,6 @@ static int parse(int argc, char **argv, struct rebuild_opts *o)
 	return 0;
 }
 
-/* What binds an index to this image: its size, block size and superblock. */
-static rfs_status image_identity(struct rfs_fs *fs, char *out, size_t len, struct rfs_error *err)
-{
-	uint8_t *buf = malloc(fs->bs);
-	if (!buf)
-		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "identity");
-	rfs_status st = rfs_dev_read_block(fs->dev, fs->sb.sb_block, buf, err);
-	if (!st)
-		snprintf(out, len, "bytes=%llu bs=%u sb=%016llx",
-			 (unsigned long long)rfs_dev_size(fs->dev), fs->bs,
-			 (unsigned long long)rb_checksum(buf, fs->bs));
-	free(buf);
-	return st;
-}
-
 /* Re-reads the superblock through the device after the repair passes. */
 static rfs_status reload_super(struct rfs_fs *fs, struct rfs_error *err)
 {
@@ -145,36 +130,13 @@ static rfs_status written_digest(struct rfs_dev *dev, struct rb_run_result *r,
 static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_run_result *r,
 		      char *check_after, size_t check_len, int *final_exit, struct rfs_error *err)
 {
-	char identity[256];
-	bool fresh;
-	rfs_status st = image_identity(c->fs, identity, sizeof(identity), err);
-	if (!st)
-		st = rfs_index_open(o->index, &c->ix, err);
-	if (!st)
-		st = rfs_index_bind(c->ix, identity, &fresh, err);
-	if (!st)
-		st = rb_scan(c, err);
-	/* decisions are always made again (cheap); only the scan is resumed */
-	if (!st)
-		st = rfs_index_clear_decisions(c->ix, err);
-	if (!st)
-		st = rfs_index_build_lookup(c->ix, err);
-	if (!st)
-		st = rb_nested(c, err);
-	if (!st)
-		st = rb_select(c, err);
-	if (!st && c->n.accepted == 0)
-		st = rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
-				   "no usable leaf was found (%llu candidates, all rejected); "
-				   "nothing was written", (unsigned long long)c->n.candidates);
-	if (!st)
-		st = rb_namespace(c, err);
+	rfs_status st = rb_decide(c, o->index, err);
 	if (st)
 		return st;
 	/* Nothing was written so far.  From here on the target changes. */
 	if (!o->dry_run && !c->opt.quiet)
 		fprintf(stderr, "rfsck rebuild: writing the new tree\n");
-	if ((st = rb_flush_journal(c, err)) || (st = rb_emit(c, err)) || (st = rb_finish(c, err)))
+	if ((st = rb_build(c, err)))
 		return st;
 	struct rfs_check fc;
 	memset(&fc, 0, sizeof(fc));
@@ -264,14 +226,11 @@ int cmd_rebuild(int argc, char **argv)
 	if (rfs_fs_open(&fo, &fs, &err))
 		return cli_fail("rebuild", &err);
 	rfs_dev_track_writes(fs->dev);
-	struct rb_ctx c = { .fs = fs, .dev = fs->dev, .bs = fs->bs,
-			    .opt = { .dry_run = o.dry_run, .scan = o.scan, .quiet = o.co.quiet || o.co.json,
-				     .progress_force = o.co.progress != 0,
-				     .hash_override = (unsigned)o.co.hash_code } };
-	c.nblocks = fs->sb.block_count;
-	if (rfs_dev_block_count(fs->dev) < c.nblocks)
-		c.nblocks = rfs_dev_block_count(fs->dev);
-	rfs_progress_init(&c.progress, c.opt.progress_force, c.opt.quiet);
+	struct rb_options ro = { .dry_run = o.dry_run, .scan = o.scan, .quiet = o.co.quiet || o.co.json,
+				 .progress_force = o.co.progress != 0,
+				 .hash_override = (unsigned)o.co.hash_code };
+	struct rb_ctx c;
+	rb_init(&c, fs, &ro);
 	struct rb_run_result r = { .undo = o.dry_run || o.output ? NULL : o.undo };
 	char check_after[512] = "not run";
 	int final_exit = RFS_EXIT_OPERATIONAL;
@@ -282,13 +241,7 @@ int cmd_rebuild(int argc, char **argv)
 	json_t *rep = NULL;
 	if (!st)
 		rep = rb_report_json(&c, &r);
-	rfs_index_close(c.ix);
-	rfs_bitmap_free(&c.old_used);
-	rfs_bitmap_free(&c.meta);
-	rfs_bitmap_free(&c.leaves);
-	rfs_bitmap_free(&c.nested);
-	rfs_bitmap_free(&c.accepted);
-	rfs_bitmap_free(&c.claimed);
+	rb_release(&c);
 	struct rfs_error cerr;
 	rfs_error_clear(&cerr);
 	rfs_status cst = rfs_fs_close(fs, &cerr);

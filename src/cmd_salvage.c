@@ -8,11 +8,16 @@
  *     not empty unless --force (exit 16);
  *  3. digest of the whole image file before anything else reads it;
  *  4. the image opened read-only, the journal replayed in memory only
- *     (cli_open_readonly with replay), the tree walked by src/salvage.c;
+ *     (cli_open_readonly with replay); a read-only check decides whether the
+ *     tree can be walked: when it has damaged nodes (or --scan or --index is
+ *     given) the image is opened again with a dry-run overlay and rebuild's
+ *     stages build a new tree from the scanned leaves in memory only
+ *     (rebuild/pipeline.c; --index shares the evidence index with
+ *     `rfsck rebuild`); objects no name reaches go to OUTDIR/lost+found;
+ *     the tree is walked by src/salvage.c;
  *  5. digest of the image again, then OUTDIR/report.json.
  * Exit status: 0 every object extracted complete; 4 some objects could not be
- * read (damaged tree: the rest is extracted, each problem is in report.json;
- * `rfsck rebuild` or the coming damaged-tree salvage may recover more);
+ * read (the rest is extracted, each problem is in report.json);
  * 8 operational (image unreadable, OUTDIR not writable, the image changed).
  */
 #include <dirent.h>
@@ -25,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../rebuild/rebuild.h"
+#include "check.h"
 #include "cli_common.h"
 #include "rfs/version.h"
 #include "rfs/salvage.h"
@@ -33,7 +40,7 @@
 /* The version string lives in src/main.c; report.json repeats it here until
  * it moves to a shared header. */
 
-enum { OPT_FORCE = OPT_FIRST_COMMAND_OPTION, OPT_DEVICES };
+enum { OPT_FORCE = OPT_FIRST_COMMAND_OPTION, OPT_DEVICES, OPT_INDEX, OPT_SCAN };
 
 static double now_wall(void)
 {
@@ -146,21 +153,31 @@ static json_t *problems_json(const struct salvage_totals *t)
 	return a;
 }
 
+static char *missing_ranges(void *ctx, uint32_t dir_id, uint32_t objectid)
+{
+	return rb_partial_ranges(ctx, dir_id, objectid);
+}
+
 int cmd_salvage(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CLI_COMMON_LONGOPTS,
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "index", required_argument, NULL, OPT_INDEX },
+		{ "scan", no_argument, NULL, OPT_SCAN },
 		{ "devices", no_argument, NULL, OPT_DEVICES },
 		{ NULL, 0, NULL, 0 } };
 	struct rfs_common_opts co = { 0 };
-	bool force = false, devices = false;
+	bool force = false, devices = false, force_scan = false;
+	const char *index_path = NULL;
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "qv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_HELP: cli_print_command_help("salvage", stdout); return RFS_EXIT_OK;
 		case OPT_FORCE: force = true; continue;
+		case OPT_INDEX: index_path = optarg; continue;
+		case OPT_SCAN: force_scan = true; continue;
 		case OPT_DEVICES: devices = true; continue;
 		}
 		int k = cli_common_option("salvage", opt, optarg, &co);
@@ -213,6 +230,8 @@ int cmd_salvage(int argc, char **argv)
 	struct rfs_fs *fs = NULL;
 	FILE *manifest = NULL, *bodyfile = NULL, *report = NULL;
 	struct salvage_totals totals = { 0 };
+	struct rb_ctx rb;
+	bool have_rb = false;
 	int rc = RFS_EXIT_OK;
 	rfs_status run_st = RFS_OK;
 	struct rfs_error run_err;
@@ -229,6 +248,54 @@ int cmd_salvage(int argc, char **argv)
 		rc = cli_fail("salvage", &err);
 		goto out;
 	}
+	/* The tree, or a tree rebuilt in memory from the scanned leaves. */
+	const char *source = "tree";
+	char why[200] = "";
+	if (index_path || force_scan) {
+		snprintf(why, sizeof(why), "%s", index_path ? "--index given" : "--scan given");
+	} else {
+		struct rfs_check ck;
+		memset(&ck, 0, sizeof(ck));
+		rfs_progress_phase(&progress, "checking the tree", "", 0);
+		if (check_run_mode(fs, RFS_MODE_CHECK, NULL, true, 0, &ck, &err)) {
+			check_release(&ck);
+			rc = cli_fail("salvage", &err);
+			goto out;
+		}
+		rfs_progress_done(&progress);
+		if (ck.bad_nodes)
+			snprintf(why, sizeof(why), "the tree has %llu damaged node(s)",
+				 (unsigned long long)ck.bad_nodes);
+		check_release(&ck);
+	}
+	if (*why) {
+		source = "scan";
+		struct rfs_error cerr0;
+		rfs_error_clear(&cerr0);
+		rfs_fs_close(fs, &cerr0);
+		fs = NULL;
+		struct rfs_fs_options fo = { .replay = true, .hash_override = (unsigned)co.hash_code };
+		fo.dev.path = image;
+		fo.dev.offset = co.offset;
+		fo.dev.mapfile = co.mapfile;
+		fo.dev.flags = RFS_DEV_DRY_RUN;   /* read-only; the new tree lives in memory */
+		if (rfs_fs_open(&fo, &fs, &err)) {
+			rc = cli_fail("salvage", &err);
+			goto out;
+		}
+		struct rb_options ro = { .dry_run = true, .quiet = co.quiet || co.json,
+					 .progress_force = co.progress != 0,
+					 .hash_override = (unsigned)co.hash_code, .detached_orphans = true };
+		rb_init(&rb, fs, &ro);
+		have_rb = true;
+		if (rb_decide(&rb, index_path, &err) || rb_build(&rb, &err)) {
+			rc = cli_fail("salvage", &err);
+			goto out;
+		}
+		if (!co.quiet && !co.json)
+			fprintf(stderr, "rfsck salvage: %s: files come from a tree rebuilt in memory "
+					"from %llu scanned leaves\n", why, (unsigned long long)rb.n.accepted);
+	}
 	manifest = create_output(outfd, "manifest.jsonl", &err);
 	bodyfile = manifest ? create_output(outfd, "bodyfile", &err) : NULL;
 	if (!manifest || !bodyfile) {
@@ -239,6 +306,14 @@ int cmd_salvage(int argc, char **argv)
 		.outdir_fd = outfd, .devices = devices, .chown = geteuid() == 0,
 		.manifest = manifest, .bodyfile = bodyfile, .progress = &progress,
 	};
+	if (have_rb) {
+		if (rb.lf_objectid) {
+			so.orphan_dir_id = 2;
+			so.orphan_objectid = rb.lf_objectid;
+		}
+		so.missing_ranges = missing_ranges;
+		so.missing_ctx = &rb;
+	}
 	rfs_progress_phase(&progress, "extracting", "objects", 0);
 	run_st = salvage_run(fs, &so, &totals, &run_err);
 	rfs_progress_done(&progress);
@@ -294,6 +369,20 @@ int cmd_salvage(int argc, char **argv)
 				"devices_created", devices, "ownership_set", geteuid() == 0);
 	if (rep && run_st)
 		json_object_set_new(rep, "error", json_string(line));
+	if (rep) {
+		json_object_set_new(rep, "source", json_string(source));
+		if (*why)
+			json_object_set_new(rep, "source_reason", json_string(why));
+		if (have_rb) {
+			struct rb_run_result rr = { .check_after = "not run (salvage: in memory only)" };
+			json_t *rj = rb_report_json(&rb, &rr);
+			json_object_del(rj, "blocks_written");
+			json_object_del(rj, "written_blocks_sha256");
+			json_object_del(rj, "repairs_after_build");
+			json_object_del(rj, "check_after");
+			json_object_set_new(rep, "rebuild", rj);
+		}
+	}
 	if (rep)
 		json_object_set_new(rep, "exit", json_integer(rc));
 	report = create_output(outfd, "report.json", &err);
@@ -337,6 +426,8 @@ out:
 		rfs_error_clear(&err);
 		rfs_fs_close(fs, &err);
 	}
+	if (have_rb)
+		rb_release(&rb);
 	salvage_totals_free(&totals);
 	close(outfd);
 	return rc;

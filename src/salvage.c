@@ -29,6 +29,7 @@
 #include "salvage_int.h"
 
 #include <errno.h>
+#include <magic.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,6 +70,8 @@ struct run {
 	int depth, depth_max;
 	uint64_t objects;
 	struct rfs_error *err;       /* the operational failure, if any */
+	bool orphans;                /* walking the damaged-tree mode's orphans */
+	magic_t magic;               /* libmagic, for the orphans' extensions */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -252,6 +255,74 @@ static rfs_status emit(struct run *r, struct salvage_record *rec)
 	return RFS_OK;
 }
 
+/* Adds the ranges a rebuild from scanned leaves could not find ("[[a,b],...]")
+ * to miss.  RFS_ERR_NOMEM only. */
+static rfs_status add_rebuild_missing(struct salvage_missing *m, const char *ranges)
+{
+	const char *p = ranges;
+	unsigned long long a, b;
+	int used;
+	while (p && (p = strchr(p, '[')) != NULL) {
+		if (sscanf(p, "[%llu,%llu]%n", &a, &b, &used) != 2) {
+			p++;
+			continue;
+		}
+		p += used;
+		if (b <= a)
+			continue;
+		if (m->n == m->cap) {
+			size_t ncap = m->cap ? m->cap * 2 : 8;
+			uint64_t *nv = realloc(m->v, 2 * ncap * sizeof(*nv));
+			if (!nv)
+				return RFS_ERR_NOMEM;
+			m->v = nv;
+			m->cap = ncap;
+		}
+		m->v[2 * m->n] = a;
+		m->v[2 * m->n + 1] = b;
+		m->n++;
+	}
+	if (m->n && !m->first_reason[0])
+		snprintf(m->first_reason, sizeof(m->first_reason),
+			 "the leaf holding it was not found by the scan (written as a hole)");
+	return RFS_OK;
+}
+
+/* An orphan's name gets the extension libmagic suggests for its first bytes
+ * ("12_34" -> "12_34.jpg"), renamed in place without replacing anything. */
+static void add_extension(struct run *r, int dirfd, int fd, struct strbuf *opath, char *used)
+{
+	if (!r->magic)
+		return;
+	uint8_t buf[8192];
+	ssize_t n = pread(fd, buf, sizeof(buf), 0);
+	if (n <= 0)
+		return;
+	const char *ext = magic_buffer(r->magic, buf, (size_t)n);
+	if (!ext || strncmp(ext, "???", 3) == 0)
+		return;
+	char clean[12];
+	size_t k = 0;
+	for (; ext[k] && ext[k] != '/' && k < sizeof(clean) - 1; k++) {
+		char ch = ext[k];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
+			return;
+		clean[k] = ch;
+	}
+	clean[k] = 0;
+	if (!k || strlen(used) + 1 + k > SALVAGE_NAME_MAX)
+		return;
+	char renamed[SALVAGE_NAME_MAX + 1];
+	size_t ul = strlen(used);
+	memcpy(renamed, used, ul);
+	renamed[ul] = '.';
+	memcpy(renamed + ul + 1, clean, k + 1);
+	if (renameat2(dirfd, used, dirfd, renamed, RENAME_NOREPLACE) == 0) {
+		memcpy(used, renamed, ul + 1 + k + 1);
+		salvage_record_rename(opath, renamed);
+	}
+}
+
 static rfs_status extract_file(struct run *r, int dirfd, const char *oname, struct strbuf *opath,
 			       const struct rfs_object *obj, struct salvage_record *rec)
 {
@@ -276,6 +347,12 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		size = max;
 	}
 	rfs_status st = salvage_body_read(&r->cur, obj, size, sink_piece, &s, &rec->miss);
+	if (!st && r->opt->missing_ranges) {
+		char *ranges = r->opt->missing_ranges(r->opt->missing_ctx, obj->dir_id, obj->objectid);
+		if (ranges)
+			st = add_rebuild_missing(&rec->miss, ranges);
+		free(ranges);
+	}
 	if (s.write_errno) {
 		close(a.fd);
 		return out_error(r, s.write_errno, opath, "write failed");
@@ -318,6 +395,11 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 	} else if (!damaged) {
 		sb_addf(&rec->note, "%ssha256 not computed: more than %llu hole bytes",
 			rec->note.len ? "; " : "", (unsigned long long)HOLE_HASH_MAX);
+	}
+	if (r->orphans && r->depth == 0) {
+		add_extension(r, dirfd, a.fd, opath, used);
+		if (!damaged)
+			rec->status = "orphan";
 	}
 	salvage_set_attrs_fd(r->opt->chown, a.fd, &obj->sd, &rec->note);
 	if (close(a.fd))
@@ -629,6 +711,48 @@ static rfs_status extract_dir(struct run *r, const struct rfs_object *dir, int d
 	return RFS_OK;
 }
 
+/* Damaged-tree mode: the entries of the orphan directory go to
+ * OUTDIR/lost+found, each with status "orphan" (or "partial"). */
+static rfs_status extract_orphans(struct run *r)
+{
+	const struct salvage_options *opt = r->opt;
+	if (mkdirat(opt->outdir_fd, "lost+found", 0700))
+		return rfs_error_sys(r->err, errno, RFS_NO_BLOCK, "cannot create OUTDIR/lost+found");
+	int fd = openat(opt->outdir_fd, "lost+found", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return rfs_error_sys(r->err, errno, RFS_NO_BLOCK, "cannot open OUTDIR/lost+found");
+	struct rfs_dirent_list col = { 0 };
+	struct rfs_error derr;
+	rfs_error_clear(&derr);
+	rfs_status st = rfs_dir_collect(&r->cur, opt->orphan_dir_id, opt->orphan_objectid, true, true,
+					&col, &derr);
+	if (st == RFS_ERR_NOMEM)
+		st = rfs_error_set(r->err, st, RFS_NO_BLOCK, "orphan entries");
+	else if (st)
+		st = rfs_error_set(r->err, st, RFS_NO_BLOCK, "the rebuilt orphan directory: %s", derr.msg);
+	struct strbuf ipath = STRBUF_INIT, opath = STRBUF_INIT;
+	if (!st && (sb_adds(&ipath, "/lost+found") || sb_adds(&opath, "lost+found")))
+		st = RFS_ERR_NOMEM;
+	r->magic = magic_open(MAGIC_EXTENSION);
+	if (r->magic && magic_load(r->magic, NULL) != 0) {
+		magic_close(r->magic);
+		r->magic = NULL;
+	}
+	r->orphans = true;
+	for (size_t i = 0; i < col.n && !st; i++)
+		st = extract_entry(r, fd, &col.v[i], &ipath, &opath);
+	r->orphans = false;
+	if (r->magic)
+		magic_close(r->magic);
+	r->magic = NULL;
+	rfs_dirent_list_free(&col);
+	sb_free(&ipath);
+	sb_free(&opath);
+	if (close(fd) && !st)
+		st = rfs_error_sys(r->err, errno, RFS_NO_BLOCK, "closing OUTDIR/lost+found");
+	return st;
+}
+
 rfs_status salvage_run(struct rfs_fs *fs, const struct salvage_options *opt,
 		       struct salvage_totals *totals, struct rfs_error *err)
 {
@@ -690,6 +814,8 @@ rfs_status salvage_run(struct rfs_fs *fs, const struct salvage_options *opt,
 	}
 	st = extract_dir(&r, &root, rootfd, &ipath, &opath, &rec);
 	salvage_record_free(&rec);
+	if (!st && (opt->orphan_dir_id || opt->orphan_objectid))
+		st = extract_orphans(&r);
 out:
 	if (st == RFS_ERR_NOMEM)
 		rfs_error_set(err, st, RFS_NO_BLOCK, "out of memory");

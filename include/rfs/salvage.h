@@ -61,6 +61,15 @@ struct salvage_options {
 	FILE *manifest;              /* OUTDIR/manifest.jsonl, written here */
 	FILE *bodyfile;              /* OUTDIR/bodyfile, written here */
 	struct rfs_progress *progress;  /* may be NULL */
+	/* Damaged-tree mode (the tree rebuilt in memory from scanned leaves):
+	 * the directory holding the objects no name reaches (0, 0 = none), whose
+	 * entries are extracted under OUTDIR/lost+found/<dirid>_<objectid> with a
+	 * file extension libmagic suggests and status "orphan"; and the byte
+	 * ranges the rebuild could not find for a file ("[[from,to],...]",
+	 * malloc'd, or NULL), which make it "partial". */
+	uint32_t orphan_dir_id, orphan_objectid;
+	char *(*missing_ranges)(void *ctx, uint32_t dir_id, uint32_t objectid);
+	void *missing_ctx;
 };
 
 /* One object that could not be read or written completely. */

@@ -1,0 +1,107 @@
+/*
+ * pipeline.c - the rebuild stages in order, shared by `rfsck rebuild` (which
+ * then runs check's repair passes and reports) and by `rfsck salvage` on a
+ * damaged tree (which builds the new tree in a dry-run overlay, in memory,
+ * and walks it).
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rebuild.h"
+
+/* What binds an index to this image: its size, block size and superblock. */
+static rfs_status image_identity(struct rfs_fs *fs, char *out, size_t len, struct rfs_error *err)
+{
+	uint8_t *buf = malloc(fs->bs);
+	if (!buf)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "identity");
+	rfs_status st = rfs_dev_read_block(fs->dev, fs->sb.sb_block, buf, err);
+	if (!st)
+		snprintf(out, len, "bytes=%llu bs=%u sb=%016llx",
+			 (unsigned long long)rfs_dev_size(fs->dev), fs->bs,
+			 (unsigned long long)rb_checksum(buf, fs->bs));
+	free(buf);
+	return st;
+}
+
+void rb_init(struct rb_ctx *c, struct rfs_fs *fs, const struct rb_options *opt)
+{
+	memset(c, 0, sizeof(*c));
+	c->fs = fs;
+	c->dev = fs->dev;
+	c->bs = fs->bs;
+	c->opt = *opt;
+	c->nblocks = fs->sb.block_count;
+	if (rfs_dev_block_count(fs->dev) < c->nblocks)
+		c->nblocks = rfs_dev_block_count(fs->dev);
+	rfs_progress_init(&c->progress, opt->progress_force, opt->quiet);
+}
+
+void rb_release(struct rb_ctx *c)
+{
+	rfs_index_close(c->ix);
+	c->ix = NULL;
+	rfs_bitmap_free(&c->old_used);
+	rfs_bitmap_free(&c->meta);
+	rfs_bitmap_free(&c->leaves);
+	rfs_bitmap_free(&c->nested);
+	rfs_bitmap_free(&c->accepted);
+	rfs_bitmap_free(&c->claimed);
+}
+
+rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err)
+{
+	char identity[256];
+	bool fresh;
+	rfs_status st = image_identity(c->fs, identity, sizeof(identity), err);
+	if (!st)
+		st = rfs_index_open(index_path, &c->ix, err);
+	if (!st)
+		st = rfs_index_bind(c->ix, identity, &fresh, err);
+	if (!st)
+		st = rb_scan(c, err);
+	/* decisions are always made again (cheap); only the scan is resumed */
+	if (!st)
+		st = rfs_index_clear_decisions(c->ix, err);
+	if (!st)
+		st = rfs_index_build_lookup(c->ix, err);
+	if (!st)
+		st = rb_nested(c, err);
+	if (!st)
+		st = rb_select(c, err);
+	if (!st && c->n.accepted == 0)
+		st = rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
+				   "no usable leaf was found (%llu candidates, all rejected); "
+				   "nothing was written", (unsigned long long)c->n.candidates);
+	if (!st)
+		st = rb_namespace(c, err);
+	return st;
+}
+
+rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err)
+{
+	rfs_status st = rb_flush_journal(c, err);
+	if (!st)
+		st = rb_emit(c, err);
+	if (!st)
+		st = rb_finish(c, err);
+	return st;
+}
+
+char *rb_partial_ranges(struct rb_ctx *c, uint32_t dir_id, uint32_t objectid)
+{
+	sqlite3_stmt *q;
+	struct rfs_error e;
+	if (!c->ix || rfs_index_prepare(c->ix, "SELECT detail FROM outcome WHERE what = 'partial'"
+				       " AND dir_id = ? AND objectid = ? LIMIT 1", &q, &e))
+		return NULL;
+	sqlite3_bind_int64(q, 1, dir_id);
+	sqlite3_bind_int64(q, 2, objectid);
+	char *r = NULL;
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+		r = strdup((const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	return r;
+}
