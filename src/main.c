@@ -52,7 +52,7 @@ static const struct command commands[] = {
 	  "sparse image (--output NEW, IMAGE untouched), or nowhere (--dry-run, which\n"
 	  "lists every repair and every block it would write).  Asks on a terminal;\n"
 	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n" },
-	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
+	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--scan] [--index DB] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
 	  "Copy every file, directory and symlink of the image into OUTDIR/root,\n"
 	  "with modes, owners (as root), times, hard links and holes, and write\n"
 	  "OUTDIR/manifest.jsonl (one line per object: path, path_hex, key, type,\n"
@@ -63,6 +63,12 @@ static const struct command commands[] = {
 	  "escaped ('%' '/' NUL -> %XX, \".\" -> %2E); nothing is written outside OUTDIR.\n"
 	  "Exit 0 all extracted, 4 some objects unreadable (the rest extracted),\n"
 	  "8 operational error, 16 OUTDIR not empty.\n"
+	  "When a read-only check finds damaged tree nodes, the files come from a tree\n"
+	  "rebuilt in memory from the scanned leaves (rebuild's evidence rules, nothing\n"
+	  "written); objects no name reaches go to OUTDIR/lost+found/DIRID_OBJECTID.EXT\n"
+	  "(extension from libmagic, status \"orphan\").\n"
+	  "  --scan       use the scanned leaves even if the tree looks intact\n"
+	  "  --index DB   share rebuild's evidence index (no rescan after a dry run)\n"
 	  "  --force      salvage into a non-empty OUTDIR (OUTDIR/root must not exist)\n"
 	  "  --devices    create device nodes, FIFOs and sockets (default: manifest only)\n"
 	  "  --mapfile M  ddrescue map: blocks not rescued are written as zeros, listed as\n"
