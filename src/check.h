@@ -89,6 +89,13 @@ rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32
 			     struct rfs_error *err);
 
 /* Points the entry with deh_offset (1 ".", 2 "..") of a directory at a target. */
+/* Removes the entry with deh_offset from directory (dir_id, objectid) in place
+ * (src/repair_entry.c); *freed (may be NULL) gets the bytes the directory's
+ * size shrinks by (16 + the name's slot).
+ * RFS_ERR_UNSUPPORTED when it would empty its leaf. */
+rfs_status repair_remove_entry(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
+			       uint32_t objectid, uint32_t deh_offset, uint32_t *freed,
+			       struct rfs_error *err);
 rfs_status repair_dot_entry(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
 			    uint32_t objectid, uint32_t deh_offset, uint32_t to_dir_id,
 			    uint32_t to_objectid, struct rfs_error *err);

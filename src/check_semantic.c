@@ -101,6 +101,7 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 	if (st == RFS_ERR_NOMEM)
 		return st;
 	uint32_t subdirs = 0;
+	uint64_t removed = 0;        /* directory bytes of the names removed */
 	size_t base = s->path.len;
 	for (size_t i = 0; i < e.n && !rfs_reporter_exhausted(c->rep); i++) {
 		struct rfs_dirent_copy *x = &e.v[i];
@@ -124,13 +125,26 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 			break;
 		}
 		struct rfs_objinfo *t = rfs_objtab_find(&c->objects, x->dir_id, x->objectid);
-		if (!t || !(t->flags & RFS_OBJ_HAS_SD)) {
-			report_at(s, PR_ENTRY_POINTS_NOWHERE, x->dir_id, x->objectid, 0, 0);
-			continue;
-		}
-		bool is_dir = rfs_mode_type(t->mode) == RFS_FT_DIR;
-		if (is_dir && (t->flags & RFS_OBJ_REACHED)) {
-			report_at(s, PR_DIR_LOOP, x->dir_id, x->objectid, 0, 0);
+		bool nowhere = !t || !(t->flags & RFS_OBJ_HAS_SD);
+		bool is_dir = !nowhere && rfs_mode_type(t->mode) == RFS_FT_DIR;
+		if (nowhere || (is_dir && (t->flags & RFS_OBJ_REACHED))) {
+			/* a name to nothing, or a second name of a directory (a
+			 * loop or a hard link to a directory): the name goes */
+			enum rfs_problem_code code = nowhere ? PR_ENTRY_POINTS_NOWHERE : PR_DIR_LOOP;
+			if (report_at(s, code, x->dir_id, x->objectid, 0, 0)) {
+				struct rfs_error re;
+				rfs_error_clear(&re);
+				uint32_t freed = 0;
+				rfs_status rs = repair_remove_entry(c, &s->cur, dd, dobj, x->offset, &freed, &re);
+				if (rs == RFS_ERR_NOMEM) {
+					st = rs;
+					break;
+				}
+				if (!rs) {
+					problem_fixed(c->rep, code);
+					removed += freed;
+				}
+			}
 			continue;
 		}
 		t->names++;
@@ -153,6 +167,17 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 	}
 	sb_truncate(&s->path, base);
 	rfs_dirent_list_free(&e);
+	if (!st && removed) {
+		/* the directory's size follows the names it lost */
+		struct rfs_objinfo *me = rfs_objtab_find(&c->objects, dd, dobj);
+		if (me && me->dir_bytes >= removed) {
+			me->dir_bytes -= removed;
+			struct rfs_error re;
+			rfs_error_clear(&re);
+			if (repair_stat_field(c, &s->cur, dd, dobj, SD_FIELD_SIZE, me->dir_bytes, &re) == RFS_OK)
+				me->size = me->dir_bytes;
+		}
+	}
 	/* A directory's link count is 2 plus its subdirectories; reiserfs stores
 	 * 1 when that would overflow. */
 	struct rfs_objinfo *self = rfs_objtab_find(&c->objects, dd, dobj);

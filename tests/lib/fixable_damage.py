@@ -16,6 +16,11 @@ Recipes and the code each must produce:
   root-size         DIR_SIZE_WRONG          root directory size + 16
   root-blocks       BLOCKS_WRONG            root directory block count + 8
   dotdot            DOTDOT_WRONG            ".." of the root points to [1 2]
+  dangling-entry    ENTRY_POINTS_NOWHERE    one name of a hard-linked file points to
+                                            objectid 0x7ffffff0 (the file keeps its
+                                            other names: NLINK_WRONG follows)
+  dir-second-name   DIR_LOOP                the same name points to the root
+                                            directory: a second name of a directory
 """
 import struct
 import sys
@@ -25,6 +30,45 @@ SB = 65536
 
 def u16(b, o): return struct.unpack_from("<H", b, o)[0]
 def u32(b, o): return struct.unpack_from("<I", b, o)[0]
+
+
+def leaves(rd, blk):
+    node = rd(blk)
+    if u16(node, 0) == 1:
+        yield blk, node
+        return
+    nr = u16(node, 2)
+    for i in range(nr + 1):
+        yield from leaves(rd, u32(node, 24 + 16 * nr + 8 * i))
+
+
+def hardlink_name(rd, root):
+    """(block, leaf bytes, entry head offset) of the last name, in key order,
+    of a regular file with two or more links."""
+    nlink, names = {}, []
+    for blk, node in leaves(rd, root):
+        for i in range(u16(node, 2)):
+            ih = 24 + 24 * i
+            d, o = u32(node, ih), u32(node, ih + 4)
+            ln, loc = u16(node, ih + 18), u16(node, ih + 20)
+            uniq = u32(node, ih + 12)
+            v2type = u32(node, ih + 12) >> 28
+            is_sd = uniq == 0 and u32(node, ih + 8) == 0
+            is_dir = uniq == 500 or (v2type == 3 and uniq != 500)
+            if is_sd and ln in (32, 44):
+                mode = u16(node, loc)
+                n = u32(node, loc + 4) if ln == 44 else u16(node, loc + 2)
+                if mode & 0o170000 == 0o100000:
+                    nlink[(d, o)] = n
+            elif is_dir:
+                for e in range(u16(node, ih + 16)):
+                    at = loc + 16 * e
+                    if u32(node, at) > 2:
+                        names.append((blk, at, (u32(node, at + 4), u32(node, at + 8))))
+    for blk, at, key in reversed(names):
+        if nlink.get(key, 0) >= 2:
+            return blk, rd(blk), at
+    raise SystemExit("no hard-linked file in this image")
 
 
 def main():
@@ -90,6 +134,13 @@ def main():
         elif recipe == "root-blocks":
             o = sd_loc + (36 if v2 else 24)
             struct.pack_into("<I", node, o, u32(node, o) + 8); wr(blk, node); code = "BLOCKS_WRONG"
+        elif recipe in ("dangling-entry", "dir-second-name"):
+            blk2, node2, at = hardlink_name(rd, root)
+            if recipe == "dangling-entry":
+                struct.pack_into("<I", node2, at + 8, 0x7FFFFFF0); code = "ENTRY_POINTS_NOWHERE"
+            else:
+                struct.pack_into("<II", node2, at + 4, 1, 2); code = "DIR_LOOP"
+            wr(blk2, node2)
         elif recipe == "dotdot":
             struct.pack_into("<II", node, dir_loc + 16 + 4, 1, 2); wr(blk, node); code = "DOTDOT_WRONG"
         else:
