@@ -56,6 +56,8 @@ struct emitter {
 	unsigned nranges;
 	bool partial;
 	int sd_version;
+	bool tail_seen;              /* a direct item came: nothing but its block may follow */
+	uint64_t tail_block;
 	/* directory item being grouped */
 	struct rfs_dirent_in *dents;
 	uint8_t *names;
@@ -396,6 +398,27 @@ static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
 	rfs_status st = source_item(e, blk, pos, d, o, off, type, &ih, err);
 	if (st)
 		return st;
+	/* the tail rules: nothing after a direct item but more of its block */
+	uint16_t len = ih.len;
+	if (type == RFS_TYPE_DIRECT || e->tail_seen) {
+		uint64_t bs = c->bs;
+		if (!e->tail_seen) {
+			e->tail_seen = true;
+			e->tail_block = (off - 1) / bs;
+		}
+		uint64_t block_end = (e->tail_block + 1) * bs;
+		if (type != RFS_TYPE_DIRECT || off - 1 >= block_end) {
+			c->n.conflicts++;
+			return rfs_index_add_conflict(c->ix, d, o, off, type, RFS_NO_BLOCK, blk,
+						      "item after the file's tail", err);
+		}
+		/* a 3.6 tail may carry up to 7 padding bytes past its block */
+		if (off - 1 + len > block_end + 7) {
+			if (e->is_reg)
+				note_missing(e, block_end, off - 1 + len);
+			len = (uint16_t)(block_end - (off - 1));
+		}
+	}
 	if (off > e->next_byte && (st = fill_gap(e, &ih, err)))
 		return st;
 	/* fill_gap may have loaded another leaf (never: it reads nothing) */
@@ -422,10 +445,12 @@ static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
 		}
 		end = off - 1 + (uint64_t)n * c->bs;
 	} else {
-		end = off - 1 + ih.len;
+		end = off - 1 + len;
+		if (len != ih.len)
+			source = RFS_NO_BLOCK;
 	}
 	e->next_byte = end + 1;
-	return add(e, &ih.key, ih.key_format, ih.free_or_count, e->body, ih.len, source, err);
+	return add(e, &ih.key, ih.key_format, ih.free_or_count, e->body, len, source, err);
 }
 
 static rfs_status finish_object(struct emitter *e, uint32_t d, uint32_t o, struct rfs_error *err)
@@ -459,6 +484,7 @@ static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *e
 	e->next_byte = 1;
 	e->nranges = 0;
 	e->partial = false;
+	e->tail_seen = false;
 	e->sd_version = e->c->fs->sb.format == RFS_FORMAT_36 ? 2 : 1;
 	rfs_status st = RFS_OK;
 	bool have_sd = false;

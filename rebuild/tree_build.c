@@ -352,10 +352,59 @@ static rfs_status pending_emit(struct tree_builder *tb)
 	return add_child(tb, 0, &c);
 }
 
-/* Appends an item to the pending leaf, writing the leaf first if full. */
+/* Bytes of the file an item covers (direct: its length; indirect: a block
+ * per pointer). */
+static uint64_t item_span(const struct rfs_key *k, uint16_t len, uint32_t bs)
+{
+	return k->type == RFS_TYPE_INDIRECT ? (uint64_t)(len / 4) * bs : len;
+}
+
+/* 1 when the item (head ih) continues the last item of leaf l exactly (same
+ * object, same body type, next byte): the kernel's balancing never leaves two
+ * such items side by side in one leaf and reiserfsck calls it "the wrong
+ * order of items", so they are merged into one, or kept in separate leaves. */
+static int mergeable_with_last(const struct tb_leaf *l, const uint8_t *ih, uint32_t bs)
+{
+	if (l->nr == 0)
+		return 0;
+	const uint8_t *lh = l->blk + RFS_BLKH_SIZE + (size_t)(l->nr - 1) * RFS_IH_SIZE;
+	struct rfs_key a, b;
+	rfs_key_decode(lh + IH_KEY, (enum rfs_key_format)(le16_at(lh, IH_VERSION) & 0x0FFF), &a);
+	rfs_key_decode(ih + IH_KEY, (enum rfs_key_format)(le16_at(ih, IH_VERSION) & 0x0FFF), &b);
+	if (a.dir_id != b.dir_id || a.objectid != b.objectid || a.type != b.type ||
+	    (a.type != RFS_TYPE_DIRECT && a.type != RFS_TYPE_INDIRECT))
+		return 0;
+	return a.offset + item_span(&a, le16_at(lh, IH_LEN), bs) == b.offset;
+}
+
+/* Appends an item to the pending leaf, writing the leaf first if full; an
+ * item that continues the leaf's last item is merged into it. */
 static rfs_status pending_add(struct tree_builder *tb, const uint8_t *ih, const uint8_t *body,
 			      uint16_t len)
 {
+	struct tb_leaf *l = &tb->pending;
+	uint32_t bs = tb->o.bs;
+	if (mergeable_with_last(l, ih, bs)) {
+		uint8_t *lh = l->blk + RFS_BLKH_SIZE + (size_t)(l->nr - 1) * RFS_IH_SIZE;
+		uint16_t old = le16_at(lh, IH_LEN);
+		bool room = l->body_start >= leaf_heads_end(l) + len;
+		if (room && (uint32_t)old + len <= bs - 48) {
+			/* the last body is lowest in the block: it moves down by len
+			 * and the new bytes follow it */
+			memmove(l->blk + l->body_start - len, l->blk + l->body_start, old);
+			memcpy(l->blk + l->body_start - len + old, body, len);
+			l->body_start -= len;
+			le16_put(lh, IH_LOCATION, (uint16_t)l->body_start);
+			le16_put(lh, IH_LEN, (uint16_t)(old + len));
+			/* v1 indirect: free space in the last unformatted block */
+			le16_put(lh, IH_FREE_OR_COUNT, le16_at(ih, IH_FREE_OR_COUNT));
+			tb->st.items_merged++;
+			return RFS_OK;
+		}
+		rfs_status s = pending_emit(tb);   /* never side by side in one leaf */
+		if (s)
+			return s;
+	}
 	if (!leaf_fits(&tb->pending, len)) {
 		rfs_status s = pending_emit(tb);
 		if (s)

@@ -96,6 +96,8 @@ struct tb_stats {
 	uint64_t internal_nodes;     /* written to allocated blocks */
 	uint64_t blocks_written;     /* leaves_new + internal_nodes */
 	uint64_t sources_unreadable; /* runs whose source leaf could not be read */
+	uint64_t items_merged;       /* items that continued the previous one
+				      * (same file, next byte) and were merged */
 };
 
 struct tree_builder;

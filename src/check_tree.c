@@ -31,6 +31,9 @@ struct walk {
 	uint32_t obj_dir_id, obj_objectid;
 	struct rfs_objinfo *obj;        /* valid until the next object starts */
 	uint64_t next_off;              /* expected key offset of the next body item */
+	bool tail_seen;                 /* the object's direct item came: nothing may follow */
+	uint64_t tail_block;            /* file block holding the tail */
+	int obj_kind;                   /* from its stat data: 0 unknown, 1 directory, 2 other */
 	bool resync;                    /* a subtree was skipped: don't judge the next object's start */
 	uint64_t cur_block;             /* for the fault relay */
 	uint64_t nodes;                 /* tree nodes read, for progress */
@@ -144,6 +147,8 @@ static rfs_status start_object(struct walk *w, uint64_t blk, int i, const struct
 	w->obj_dir_id = ih->key.dir_id;
 	w->obj_objectid = ih->key.objectid;
 	w->next_off = 1;
+	w->tail_seen = false;
+	w->obj_kind = 0;
 	if (rfs_objtab_get(&c->objects, ih->key.dir_id, ih->key.objectid, &w->obj))
 		return RFS_ERR_NOMEM;
 	if (ih->key.type != RFS_TYPE_STAT && !w->resync) {
@@ -172,6 +177,50 @@ static void check_body_offset(struct walk *w, uint64_t blk, int i, const struct 
 	ctx.found = ih->key.offset - 1;
 	problem_report(w->c->rep, PR_FILE_ITEMS_GAP, &ctx);
 	w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+}
+
+/* A body item after the tail, a tail that leaves its block, and items of the
+ * wrong kind for the stat data (a file body under a directory, names under a
+ * file): the kernel would misread each, and only a rebuild can decide which
+ * item is right. */
+static void check_item_fits_object(struct walk *w, uint64_t blk, int i,
+				   const struct rfs_item_head *ih)
+{
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.item = i;
+	ctx.has_key = true;
+	ctx.key = ih->key;
+	bool body = ih->key.type == RFS_TYPE_DIRECT || ih->key.type == RFS_TYPE_INDIRECT;
+	bool names = ih->key.type == RFS_TYPE_DIRENTRY;
+	if ((body && w->obj_kind == 1) || (names && w->obj_kind == 2)) {
+		ctx.detail = w->obj_kind == 1 ? "directory" : "not a directory";
+		problem_report(w->c->rep, PR_ITEM_TYPE_MISMATCH, &ctx);
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+		return;
+	}
+	if (!body)
+		return;
+	uint64_t bs = w->c->fs->bs;
+	if (w->tail_seen && ih->key.type == RFS_TYPE_INDIRECT) {
+		problem_report(w->c->rep, PR_ITEM_AFTER_TAIL, &ctx);
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+		return;
+	}
+	if (ih->key.type != RFS_TYPE_DIRECT || ih->key.offset == 0 || ih->len == 0)
+		return;
+	uint64_t first = ih->key.offset - 1, last = first + ih->len - 1;
+	if (!w->tail_seen) {
+		w->tail_seen = true;
+		w->tail_block = first / bs;
+	}
+	/* a 3.6 tail may carry up to 7 bytes of padding past the data */
+	if (last / bs != w->tail_block && (last - 7) / bs != w->tail_block) {
+		ctx.expected = (w->tail_block + 1) * bs;
+		ctx.found = last + 1;
+		problem_report(w->c->rep, PR_TAIL_CROSSES_BLOCK, &ctx);
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+	}
 }
 
 static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
@@ -277,10 +326,13 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 			if (start_object(w, blk, i, &ih))
 				return RFS_ERR_NOMEM;
 		}
+		if (ih.key.type != RFS_TYPE_STAT)
+			check_item_fits_object(w, blk, i, &ih);
 		switch (ih.key.type) {
 		case RFS_TYPE_STAT: {
 			struct rfs_stat sd;
 			if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
+				w->obj_kind = rfs_mode_type(sd.mode) == RFS_FT_DIR ? 1 : 2;
 				struct rfs_objinfo *o = w->obj;
 				o->flags |= RFS_OBJ_HAS_SD;
 				o->mode = sd.mode;

@@ -254,7 +254,9 @@ static void gen_object(struct gen *g)
 		for (unsigned p = 0; p < pieces; p++) {
 			struct rfs_key k = { d, o, off, RFS_TYPE_INDIRECT };
 			struct tb_item *it = gen_slot(g, &k, fmt, 0);
-			uint32_t ptrs = 1 + rnd(g, (g->bs - 48) / 4);
+			/* every piece but the last full: two pieces that could be
+			 * one item would be merged (the kernel never leaves them) */
+			uint32_t ptrs = p + 1 < pieces ? (g->bs - 48) / 4 : 1 + rnd(g, (g->bs - 48) / 4);
 			it->len = (uint16_t)(ptrs * 4);
 			for (uint32_t q = 0; q < ptrs; q++)
 				le32_put((uint8_t *)it->body, q * 4, 5000 + rnd(g, 100000));
@@ -880,6 +882,100 @@ static rfs_status add_one(struct tree_builder *tb, uint32_t d, uint32_t o, uint6
 	return s;
 }
 
+/* Items that continue the previous one (same file, same body type, next
+ * byte) are merged in the leaf, or kept in separate leaves when the merged
+ * item would be too long: never side by side (reiserfsck's "wrong order"). */
+static void test_merge_continuations(void **state)
+{
+	(void)state;
+	const uint32_t bs = 1024;
+	struct rfs_dev *dev = scratch_dev(bs, 100, 0);
+	struct ctx c = { .bump = { .next = 10, .limit = 100 } };
+	struct tb_options o = { .dev = dev, .bs = bs, .alloc = ctx_alloc, .placed = ctx_placed,
+				.ctx = &c };
+	struct tree_builder *tb;
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(tb_new(&o, &tb, &err), RFS_OK);
+	uint8_t sd[64], a[16], b[16], big[1024];
+	size_t sdlen;
+	struct rfs_stat st = { .version = 2, .mode = 0100644, .nlink = 1 };
+	assert_int_equal(rfs_stat_encode(&st, sd, sizeof(sd), &sdlen), RFS_OK);
+	for (int i = 0; i < 16; i++) {
+		a[i] = (uint8_t)i;
+		b[i] = (uint8_t)(100 + i);
+	}
+	memset(big, 7, sizeof(big));
+	/* file 5/6: two indirect items of 2 pointers each, then a tail in two pieces */
+	assert_int_equal(add_one(tb, 5, 6, 0, RFS_TYPE_STAT, RFS_KEY_V2, 0xFFFF, sd, (uint16_t)sdlen), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 6, 1, RFS_TYPE_INDIRECT, RFS_KEY_V2, 0, a, 8), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 6, 1 + 2 * bs, RFS_TYPE_INDIRECT, RFS_KEY_V2, 0, b, 8), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 6, 1 + 4 * bs, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, a, 10), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 6, 11 + 4 * bs, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, b, 6), RFS_OK);
+	/* file 5/7: two direct items whose sum exceeds bs - 48: separate leaves */
+	assert_int_equal(add_one(tb, 5, 7, 0, RFS_TYPE_STAT, RFS_KEY_V2, 0xFFFF, sd, (uint16_t)sdlen), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 7, 1, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, big, 600), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 7, 601, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, big, 400), RFS_OK);
+	uint64_t root;
+	unsigned height;
+	struct tb_stats ts;
+	assert_int_equal(tb_finish(tb, &root, &height, &ts, &err), RFS_OK);
+	assert_int_equal(ts.items_merged, 2);
+	tb_free(tb);
+	/* read back every leaf in key order */
+	uint8_t blk[1024];
+	uint64_t leaves[8];
+	int nl = 0;
+	assert_int_equal(rfs_dev_read_block(dev, root, blk, &err), RFS_OK);
+	if (le16_at(blk, 0) == 1) {
+		leaves[nl++] = root;
+	} else {
+		uint16_t nr = le16_at(blk, 2);
+		for (int i = 0; i <= nr && nl < 8; i++) {
+			struct rfs_disk_child dc;
+			rfs_internal_child(blk, nr, i, &dc);
+			leaves[nl++] = dc.block;
+		}
+	}
+	assert_true(nl >= 2);
+	int seen = 0;
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(rfs_dev_read_block(dev, leaves[l], blk, &err), RFS_OK);
+		assert_int_equal(rfs_leaf_validate(blk, bs, no_fault, NULL), RFS_OK);
+		struct rfs_block_head bh;
+		rfs_block_head_decode(blk, &bh);
+		for (int i = 0; i < bh.nr_items; i++, seen++) {
+			struct rfs_item_head ih;
+			rfs_leaf_item_head(blk, i, &ih);
+			if (ih.key.objectid == 6 && ih.key.type == RFS_TYPE_INDIRECT) {
+				assert_int_equal(ih.len, 16);
+				assert_memory_equal(blk + ih.location, a, 8);
+				assert_memory_equal(blk + ih.location + 8, b, 8);
+			}
+			if (ih.key.objectid == 6 && ih.key.type == RFS_TYPE_DIRECT) {
+				assert_int_equal(ih.len, 16);
+				assert_memory_equal(blk + ih.location, a, 10);
+				assert_memory_equal(blk + ih.location + 10, b, 6);
+			}
+			if (i > 0) {
+				struct rfs_item_head prev;
+				rfs_leaf_item_head(blk, i - 1, &prev);
+				bool cont = prev.key.objectid == ih.key.objectid &&
+					    prev.key.type == ih.key.type &&
+					    (ih.key.type == RFS_TYPE_DIRECT || ih.key.type == RFS_TYPE_INDIRECT) &&
+					    prev.key.offset + (ih.key.type == RFS_TYPE_INDIRECT
+							       ? (uint64_t)prev.len / 4 * bs : prev.len) ==
+						    ih.key.offset;
+				assert_false(cont);
+			}
+		}
+	}
+	assert_int_equal(seen, 6);   /* 8 added, 2 merged */
+	struct rfs_error cerr;
+	rfs_error_clear(&cerr);
+	rfs_dev_close(dev, &cerr);
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -1169,6 +1265,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_many_levels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_single_leaf_and_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_continuations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error, setup, teardown),
