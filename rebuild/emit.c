@@ -56,6 +56,7 @@ struct emitter {
 	unsigned nranges;
 	bool partial;
 	int sd_version;
+	bool size_unknown;           /* stat data created: the real size is lost */
 	bool tail_seen;              /* a direct item came: nothing but its block may follow */
 	uint64_t tail_block;
 	/* directory item being grouped */
@@ -199,7 +200,8 @@ static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
 	struct rfs_stat sd;
 	if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
 		e->sd_version = sd.version;
-		e->is_reg = (sd.mode & 0170000) == 0100000;
+		/* files and symlinks: their bytes are data that can go missing */
+		e->is_reg = (sd.mode & 0170000) == 0100000 || (sd.mode & 0170000) == 0120000;
 		e->size = sd.size;
 	}
 	return add(e, &ih.key, ih.key_format, ih.free_or_count, body, ih.len, blk, err);
@@ -244,6 +246,7 @@ static rfs_status emit_created_sd(struct emitter *e, uint32_t d, uint32_t o, boo
 	e->sd_version = sd.version;
 	e->is_reg = !dir;
 	e->size = sd.size;
+	e->size_unknown = !dir;
 	struct rfs_key k = { d, o, 0, RFS_TYPE_STAT };
 	c->n.sd_created++;
 	return add(e, &k, v2 ? RFS_KEY_V2 : RFS_KEY_V1, 0xFFFF, body, len, RFS_NO_BLOCK, err);
@@ -461,17 +464,20 @@ static rfs_status finish_object(struct emitter *e, uint32_t d, uint32_t o, struc
 	 * beyond what the items could hold are missing */
 	if (e->size > e->next_byte - 1)
 		note_missing(e, e->next_byte - 1, e->size);
-	if (!e->partial)
+	if (!e->partial && !e->size_unknown)
 		return RFS_OK;
-	char detail[MAX_RANGES * 48 + 8];
+	char detail[MAX_RANGES * 48 + 64];
 	size_t n = 0;
-	n += (size_t)snprintf(detail + n, sizeof(detail) - n, "[");
+	n += (size_t)snprintf(detail + n, sizeof(detail) - n, "{\"missing\":[");
 	for (unsigned i = 0; i < e->nranges && n < sizeof(detail); i++)
 		n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s[%llu,%llu]", i ? "," : "",
 				      (unsigned long long)e->ranges[i][0],
 				      (unsigned long long)e->ranges[i][1]);
+	/* a lost stat data took the size with it: what came after the last
+	 * item found is unknown */
 	if (n < sizeof(detail))
-		snprintf(detail + n, sizeof(detail) - n, "]");
+		snprintf(detail + n, sizeof(detail) - n, "],\"size_unknown\":%s}",
+			 e->size_unknown ? "true" : "false");
 	e->c->n.partial++;
 	return rfs_index_add_outcome(e->c->ix, d, o, "partial", detail, err);
 }
@@ -484,6 +490,7 @@ static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *e
 	e->next_byte = 1;
 	e->nranges = 0;
 	e->partial = false;
+	e->size_unknown = false;
 	e->tail_seen = false;
 	e->sd_version = e->c->fs->sb.format == RFS_FORMAT_36 ? 2 : 1;
 	rfs_status st = RFS_OK;

@@ -128,7 +128,11 @@ static json_t *outcome_list(struct rb_ctx *c, sqlite3_stmt *pq, const char *what
 				      (json_int_t)d, "objectid", (json_int_t)o);
 		if (ranges) {
 			json_t *r = detail ? json_loads(detail, 0, NULL) : NULL;
-			json_object_set_new(x, "missing", r ? r : json_array());
+			json_t *m = json_object_get(r, "missing");
+			json_object_set(x, "missing", m ? m : json_array());
+			json_object_set_new(x, "size_unknown",
+					    json_boolean(json_is_true(json_object_get(r, "size_unknown"))));
+			json_decref(r);
 		} else if (detail) {
 			json_object_set_new(x, "name", json_string(detail));
 		}
@@ -202,7 +206,9 @@ static void print_list(FILE *f, json_t *a, const char *title)
 		json_t *m = json_object_get(x, "missing");
 		if (m) {
 			char *s = json_dumps(m, JSON_COMPACT);
-			fprintf(f, " missing bytes %s", s ? s : "?");
+			fprintf(f, " missing bytes %s%s", s ? s : "?",
+				json_is_true(json_object_get(x, "size_unknown"))
+					? ", size unknown (stat data lost)" : "");
 			free(s);
 		}
 		fprintf(f, "\n");

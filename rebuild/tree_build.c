@@ -371,10 +371,58 @@ static int mergeable_with_last(const struct tb_leaf *l, const uint8_t *ih, uint3
 	struct rfs_key a, b;
 	rfs_key_decode(lh + IH_KEY, (enum rfs_key_format)(le16_at(lh, IH_VERSION) & 0x0FFF), &a);
 	rfs_key_decode(ih + IH_KEY, (enum rfs_key_format)(le16_at(ih, IH_VERSION) & 0x0FFF), &b);
-	if (a.dir_id != b.dir_id || a.objectid != b.objectid || a.type != b.type ||
-	    (a.type != RFS_TYPE_DIRECT && a.type != RFS_TYPE_INDIRECT))
+	if (a.dir_id != b.dir_id || a.objectid != b.objectid || a.type != b.type)
+		return 0;
+	if (a.type == RFS_TYPE_DIRENTRY)
+		return 1;           /* names of one directory: one item per leaf */
+	if (a.type != RFS_TYPE_DIRECT && a.type != RFS_TYPE_INDIRECT)
 		return 0;
 	return a.offset + item_span(&a, le16_at(lh, IH_LEN), bs) == b.offset;
+}
+
+/* Merges the directory item (ih, body, len) into the leaf's last item, which
+ * holds earlier names of the same directory: the entries are re-encoded as
+ * one item with every name slot kept as it was.  false when it does not fit
+ * (item longer than bs - 48, or no room in the leaf) or cannot be encoded. */
+static bool merge_dir_items(struct tb_leaf *l, const uint8_t *ih, const uint8_t *body, uint16_t len,
+			    uint32_t bs)
+{
+	uint8_t *lh = l->blk + RFS_BLKH_SIZE + (size_t)(l->nr - 1) * RFS_IH_SIZE;
+	uint16_t old = le16_at(lh, IH_LEN), na = le16_at(lh, IH_FREE_OR_COUNT);
+	uint16_t nb = le16_at(ih, IH_FREE_OR_COUNT);
+	if ((uint32_t)old + len > bs - 48 || l->body_start < leaf_heads_end(l) + len)
+		return false;
+	struct rfs_dirent_in *e = malloc(((size_t)na + nb) * sizeof(*e));
+	uint8_t *out = malloc((size_t)old + len);
+	uint8_t *src = malloc(old);
+	bool ok = e && out && src;
+	if (ok) {
+		memcpy(src, l->blk + l->body_start, old);
+		for (unsigned i = 0; i < (unsigned)na + nb; i++) {
+			const uint8_t *b = i < na ? src : body;
+			size_t bl = i < na ? old : len;
+			struct rfs_dirent d;
+			rfs_dir_entry(b, bl, (int)(i < na ? i : i - na), &d);
+			e[i] = (struct rfs_dirent_in){ .offset = d.offset, .dir_id = d.dir_id,
+						       .objectid = d.objectid, .state = d.state,
+						       .name = d.name, .name_len = d.name_len,
+						       .stored_len = d.stored_len };
+		}
+		size_t got;
+		ok = rfs_dir_item_encode(e, (size_t)na + nb, RFS_KEY_V2, out, (size_t)old + len, &got) ==
+			     RFS_OK && got == (size_t)old + len;
+	}
+	if (ok) {
+		l->body_start -= len;
+		memcpy(l->blk + l->body_start, out, (size_t)old + len);
+		le16_put(lh, IH_LOCATION, (uint16_t)l->body_start);
+		le16_put(lh, IH_LEN, (uint16_t)(old + len));
+		le16_put(lh, IH_FREE_OR_COUNT, (uint16_t)(na + nb));
+	}
+	free(e);
+	free(out);
+	free(src);
+	return ok;
 }
 
 /* Appends an item to the pending leaf, writing the leaf first if full; an
@@ -384,7 +432,18 @@ static rfs_status pending_add(struct tree_builder *tb, const uint8_t *ih, const 
 {
 	struct tb_leaf *l = &tb->pending;
 	uint32_t bs = tb->o.bs;
-	if (mergeable_with_last(l, ih, bs)) {
+	struct rfs_key k;
+	rfs_key_decode(ih + IH_KEY, (enum rfs_key_format)(le16_at(ih, IH_VERSION) & 0x0FFF), &k);
+	int merge = mergeable_with_last(l, ih, bs);
+	if (merge && k.type == RFS_TYPE_DIRENTRY) {
+		if (merge_dir_items(l, ih, body, len, bs)) {
+			tb->st.items_merged++;
+			return RFS_OK;
+		}
+		rfs_status s = pending_emit(tb);
+		if (s)
+			return s;
+	} else if (merge) {
 		uint8_t *lh = l->blk + RFS_BLKH_SIZE + (size_t)(l->nr - 1) * RFS_IH_SIZE;
 		uint16_t old = le16_at(lh, IH_LEN);
 		bool room = l->body_start >= leaf_heads_end(l) + len;

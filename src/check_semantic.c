@@ -65,7 +65,11 @@ static rfs_status check_file_size(struct sem *s, struct rfs_objinfo *o)
 	 * the items is a sparse end and allowed. */
 	uint64_t slack = (o->flags & RFS_OBJ_HAS_DIRECT) ? (o->sd_version == 2 ? 7 : 0)
 							  : s->c->fs->bs - 1;
-	if (o->body_end > o->size + slack &&
+	/* A symlink is exactly its bytes: a size beyond them is wrong too
+	 * (reiserfsck's "too big size"); a regular file may be sparse at the end. */
+	bool wrong = o->body_end > o->size + slack ||
+		     (t == RFS_FT_LNK && o->size > o->body_end);
+	if (wrong &&
 	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size)) {
 		rfs_status st = fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid,
 					 SD_FIELD_SIZE, o->body_end);
@@ -223,6 +227,28 @@ static rfs_status check_blocks(struct sem *s, const struct rfs_objinfo *o)
 	return RFS_OK;
 }
 
+/* 3.5 stat data say where the tail starts: the first direct item's offset
+ * for files and symlinks that have one, 0xFFFFFFFF for everything else. */
+static rfs_status check_first_direct(struct sem *s, const struct rfs_objinfo *o)
+{
+	if (o->sd_version != 1 || (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK)))
+		return RFS_OK;
+	enum rfs_file_type t = rfs_mode_type(o->mode);
+	uint32_t want = (t == RFS_FT_REG || t == RFS_FT_LNK) && o->first_direct &&
+			o->first_direct <= 0xFFFFFFFEu ? (uint32_t)o->first_direct : 0xFFFFFFFFu;
+	if (want == o->sd_first_direct)
+		return RFS_OK;
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.has_key = true;
+	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
+	ctx.expected = want;
+	ctx.found = o->sd_first_direct;
+	if (problem_report(s->c->rep, PR_FIRST_DIRECT_BYTE_WRONG, &ctx))
+		return fix_stat(s, PR_FIRST_DIRECT_BYTE_WRONG, o->dir_id, o->objectid,
+				SD_FIELD_FIRST_DIRECT, want);
+	return RFS_OK;
+}
+
 rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 {
 	if (c->bad_nodes) {
@@ -259,6 +285,8 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 				continue;
 			}
 			if ((st = check_blocks(&s, o)))
+				break;
+			if ((st = check_first_direct(&s, o)))
 				break;
 			bool is_dir = rfs_mode_type(o->mode) == RFS_FT_DIR;
 			/* mkreiserfs gives the root one link more than other directories

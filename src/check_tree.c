@@ -340,6 +340,7 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 				o->nlink = sd.nlink;
 				o->size = sd.size;
 				o->blocks = sd.blocks;
+				o->sd_first_direct = sd.first_direct_byte;
 				count_object_type(c, sd.mode);
 			}
 			break;
@@ -352,6 +353,8 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 			w->next_off = ih.key.offset + ih.len;
 			w->obj->body_end = w->next_off - 1;
 			w->obj->flags |= RFS_OBJ_HAS_DIRECT;
+			if (!w->obj->first_direct)
+				w->obj->first_direct = ih.key.offset;
 			break;
 		case RFS_TYPE_DIRENTRY:
 			check_dir_item(w, blk, i, &ih, body);

@@ -215,6 +215,9 @@ static const struct rfs_problem_def problem_table[] = {
 	P(BLOCKS_WRONG, SEMANTIC, FIXABLE,
 	  "object {key}: block count is {found} (512-byte units), the items take {expected}",
 	  "block count set to {expected}", "would set the block count to {expected}"),
+	P(FIRST_DIRECT_BYTE_WRONG, SEMANTIC, FIXABLE,
+	  "object {key}: 3.5 stat data says the tail starts at byte {found}, the items say {expected}",
+	  "first_direct_byte set to {expected}", "would set first_direct_byte to {expected}"),
 };
 
 _Static_assert(sizeof(problem_table) / sizeof(problem_table[0]) == PR_CODE_COUNT,

@@ -101,6 +101,12 @@ rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32
 	case SD_FIELD_BLOCKS:
 		le32_put(sd, v2 ? 36 : 24, (uint32_t)value);
 		break;
+	case SD_FIELD_FIRST_DIRECT:
+		if (v2)
+			return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK,
+					     "3.6 stat data has no first_direct_byte");
+		le32_put(sd, 28, (uint32_t)value);
+		break;
 	}
 	return repair_write(c, rfs_cursor_leaf_block(cur), leaf, err);
 }

@@ -36,6 +36,8 @@ struct rfs_objinfo {
 	uint64_t unfm;                  /* non-zero unformatted pointers */
 	uint64_t dir_bytes;             /* sum of 16 + stored name length */
 	uint32_t parent_dir_id, parent_objectid;   /* directory that first named it */
+	uint32_t sd_first_direct;       /* v1 stat data: first_direct_byte as stored */
+	uint64_t first_direct;          /* key offset of the first direct item, 0 = none */
 };
 
 struct rfs_objtab {

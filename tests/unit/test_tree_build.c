@@ -199,8 +199,10 @@ static void gen_dir(struct gen *g, uint32_t d, uint32_t o, enum rfs_key_format s
 		e[i].name = (const uint8_t *)name[i];
 		e[i].name_len = (uint16_t)len;
 	}
-	/* Items of at most a quarter of a block (and at most bs - 48). */
-	size_t limit = g->bs / 4;
+	/* Items packed greedily up to bs - 48 bytes: the next name did not fit,
+	 * so no two items of one directory could be merged (the kernel never
+	 * leaves two such items side by side in a leaf, the builder merges them). */
+	size_t limit = g->bs - 48;
 	enum rfs_key_format rule = sdfmt;
 	for (unsigned first = 0; first < total;) {
 		unsigned cnt = 0;
@@ -916,11 +918,29 @@ static void test_merge_continuations(void **state)
 	assert_int_equal(add_one(tb, 5, 7, 0, RFS_TYPE_STAT, RFS_KEY_V2, 0xFFFF, sd, (uint16_t)sdlen), RFS_OK);
 	assert_int_equal(add_one(tb, 5, 7, 1, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, big, 600), RFS_OK);
 	assert_int_equal(add_one(tb, 5, 7, 601, RFS_TYPE_DIRECT, RFS_KEY_V2, 0xFFFF, big, 400), RFS_OK);
+	/* directory 5/8: two small items of its names become one */
+	struct rfs_stat dst = { .version = 2, .mode = 040755, .nlink = 2 };
+	assert_int_equal(rfs_stat_encode(&dst, sd, sizeof(sd), &sdlen), RFS_OK);
+	struct rfs_dirent_in d1[2] = {
+		{ .offset = 1, .dir_id = 5, .objectid = 8, .state = RFS_DEH_STATE_VISIBLE,
+		  .name = (const uint8_t *)".", .name_len = 1 },
+		{ .offset = 2, .dir_id = 1, .objectid = 5, .state = RFS_DEH_STATE_VISIBLE,
+		  .name = (const uint8_t *)"..", .name_len = 2 } };
+	struct rfs_dirent_in d2[1] = {
+		{ .offset = 0x1000, .dir_id = 8, .objectid = 9, .state = RFS_DEH_STATE_VISIBLE,
+		  .name = (const uint8_t *)"name", .name_len = 4 } };
+	uint8_t db1[128], db2[64];
+	size_t l1, l2;
+	assert_int_equal(rfs_dir_item_encode(d1, 2, RFS_KEY_V2, db1, sizeof(db1), &l1), RFS_OK);
+	assert_int_equal(rfs_dir_item_encode(d2, 1, RFS_KEY_V2, db2, sizeof(db2), &l2), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 8, 0, RFS_TYPE_STAT, RFS_KEY_V2, 0xFFFF, sd, (uint16_t)sdlen), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 8, 1, RFS_TYPE_DIRENTRY, RFS_KEY_V1, 2, db1, (uint16_t)l1), RFS_OK);
+	assert_int_equal(add_one(tb, 5, 8, 0x1000, RFS_TYPE_DIRENTRY, RFS_KEY_V1, 1, db2, (uint16_t)l2), RFS_OK);
 	uint64_t root;
 	unsigned height;
 	struct tb_stats ts;
 	assert_int_equal(tb_finish(tb, &root, &height, &ts, &err), RFS_OK);
-	assert_int_equal(ts.items_merged, 2);
+	assert_int_equal(ts.items_merged, 3);
 	tb_free(tb);
 	/* read back every leaf in key order */
 	uint8_t blk[1024];
@@ -957,9 +977,22 @@ static void test_merge_continuations(void **state)
 				assert_memory_equal(blk + ih.location, a, 10);
 				assert_memory_equal(blk + ih.location + 10, b, 6);
 			}
+			if (ih.key.objectid == 8 && ih.key.type == RFS_TYPE_DIRENTRY) {
+				assert_int_equal(ih.free_or_count, 3);
+				assert_int_equal(ih.len, l1 + l2);
+				struct rfs_dirent de;
+				rfs_dir_entry(blk + ih.location, ih.len, 2, &de);
+				assert_int_equal(de.offset, 0x1000);
+				assert_int_equal(de.name_len, 4);
+				assert_memory_equal(de.name, "name", 4);
+			}
 			if (i > 0) {
 				struct rfs_item_head prev;
 				rfs_leaf_item_head(blk, i - 1, &prev);
+				bool same_dir = prev.key.objectid == ih.key.objectid &&
+						prev.key.type == RFS_TYPE_DIRENTRY &&
+						ih.key.type == RFS_TYPE_DIRENTRY;
+				assert_false(same_dir);
 				bool cont = prev.key.objectid == ih.key.objectid &&
 					    prev.key.type == ih.key.type &&
 					    (ih.key.type == RFS_TYPE_DIRECT || ih.key.type == RFS_TYPE_INDIRECT) &&
@@ -970,7 +1003,7 @@ static void test_merge_continuations(void **state)
 			}
 		}
 	}
-	assert_int_equal(seen, 6);   /* 8 added, 2 merged */
+	assert_int_equal(seen, 8);   /* 11 added, 3 merged */
 	struct rfs_error cerr;
 	rfs_error_clear(&cerr);
 	rfs_dev_close(dev, &cerr);
