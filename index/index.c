@@ -56,6 +56,20 @@ static rfs_status make_temp_path(char *buf, size_t len, struct rfs_error *err)
 	return RFS_OK;
 }
 
+/* RFSCK_SQL_PROFILE=MS prints every statement slower than MS milliseconds to
+ * stderr (for benchmarks and profiling; off by default). */
+static int profile_stmt(unsigned type, void *ctx, void *p, void *x)
+{
+	(void)type;
+	long long ns = *(const long long *)x;
+	if (ns / 1000000 >= *(const long *)ctx) {
+		char *sql = sqlite3_expanded_sql(p);
+		fprintf(stderr, "rfsck: sql %lld ms: %.300s\n", ns / 1000000, sql ? sql : "?");
+		sqlite3_free(sql);
+	}
+	return 0;
+}
+
 rfs_status rfs_index_open(const char *path, struct rfs_index **out, struct rfs_error *err)
 {
 	*out = NULL;
@@ -82,6 +96,12 @@ rfs_status rfs_index_open(const char *path, struct rfs_index **out, struct rfs_e
 	}
 	if (!st)
 		st = rfs_index_exec(ix, "PRAGMA cache_size=-16384; PRAGMA temp_store=FILE;", err);
+	static long profile_ms = -1;
+	const char *prof = getenv("RFSCK_SQL_PROFILE");
+	if (!st && prof && *prof) {
+		profile_ms = strtol(prof, NULL, 10);
+		sqlite3_trace_v2(ix->db, SQLITE_TRACE_PROFILE, profile_stmt, &profile_ms);
+	}
 	if (!st)
 		st = rfs_index_exec(ix, rfs_index_schema_sql, err);
 	if (!st)
@@ -224,6 +244,7 @@ rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err)
 	return rfs_index_exec(ix,
 		"CREATE INDEX IF NOT EXISTS item_key ON item(dir_id, objectid, offset, type);"
 		"CREATE INDEX IF NOT EXISTS claim_first ON claim(first);"
+		"CREATE INDEX IF NOT EXISTS leaf_checksum ON leaf(checksum);"
 		"CREATE INDEX IF NOT EXISTS claim_obj ON claim(dir_id, objectid, file_offset);"
 		"CREATE INDEX IF NOT EXISTS dirent_dir ON dirent(dir_id, objectid, off);"
 		"CREATE INDEX IF NOT EXISTS dirent_target ON dirent(t_dir_id, t_objectid);"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rebuild.h"
 
@@ -51,8 +52,16 @@ void rb_release(struct rb_ctx *c)
 	rfs_bitmap_free(&c->claimed);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err)
 {
+	double t0 = now();
 	char identity[256];
 	bool fresh;
 	rfs_status st = image_identity(c->fs, identity, sizeof(identity), err);
@@ -62,8 +71,10 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 		st = rfs_index_bind(c->ix, identity, &fresh, err);
 	if (!st)
 		st = rb_scan(c, err);
+	double t1 = now();
+	c->t_scan = t1 - t0;
 	/* decisions are always made again (cheap); only the scan is resumed */
-	if (!st)
+	if (!st && c->n.resumed)
 		st = rfs_index_clear_decisions(c->ix, err);
 	if (!st)
 		st = rfs_index_build_lookup(c->ix, err);
@@ -77,16 +88,19 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 				   "nothing was written", (unsigned long long)c->n.candidates);
 	if (!st)
 		st = rb_namespace(c, err);
+	c->t_decide = now() - t1;
 	return st;
 }
 
 rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err)
 {
+	double t0 = now();
 	rfs_status st = rb_flush_journal(c, err);
 	if (!st)
 		st = rb_emit(c, err);
 	if (!st)
 		st = rb_finish(c, err);
+	c->t_build = now() - t0;
 	return st;
 }
 

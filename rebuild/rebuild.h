@@ -83,6 +83,9 @@ struct rb_ctx {
 	struct rb_counts n;
 	struct rfs_progress progress;
 
+	/* wall seconds per stage, for the report and the benchmarks */
+	double t_scan, t_decide, t_build;
+
 	/* results of emit/finish */
 	uint64_t root;
 	unsigned height;

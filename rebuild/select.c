@@ -356,15 +356,24 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		return st;
 	/* 7. item winners and conflicts */
 	if ((st = step_all(c,
+		/* every item of an accepted leaf wins, except where a key is in
+		 * several leaves: only those keys (found on the covering index
+		 * item_key) are ranked */
+		"UPDATE item SET win = 1 WHERE block IN (SELECT block FROM leaf WHERE status = 'accepted');"
+		"DROP TABLE IF EXISTS temp.dupkey;"
+		"CREATE TEMP TABLE dupkey AS SELECT dir_id, objectid, offset, type FROM item"
+		" GROUP BY dir_id, objectid, offset, type HAVING count(*) > 1;"
 		"CREATE TEMP TABLE IF NOT EXISTS ranked(block INTEGER, pos INTEGER, rn INTEGER,"
 		" dir_id INTEGER, objectid INTEGER, offset INTEGER, type INTEGER, best INTEGER);"
 		"DELETE FROM ranked;"
 		"INSERT INTO ranked SELECT i.block, i.pos, ROW_NUMBER() OVER w, i.dir_id, i.objectid,"
 		"  i.offset, i.type, FIRST_VALUE(i.block) OVER w"
-		" FROM item i JOIN leaf l ON l.block = i.block WHERE l.status = 'accepted'"
+		" FROM dupkey k JOIN item i ON i.dir_id = k.dir_id AND i.objectid = k.objectid"
+		"  AND i.offset = k.offset AND i.type = k.type"
+		" JOIN leaf l ON l.block = i.block WHERE l.status = 'accepted'"
 		" WINDOW w AS (PARTITION BY i.dir_id, i.objectid, i.offset, i.type"
 		"   ORDER BY l.reachable * 2 + l.used DESC, coalesce(i.sd_mtime, 0) DESC, i.block DESC);"
-		"UPDATE item SET win = 1 WHERE (block, pos) IN (SELECT block, pos FROM ranked WHERE rn = 1);"
+		"UPDATE item SET win = 0 WHERE (block, pos) IN (SELECT block, pos FROM ranked WHERE rn > 1);"
 		"INSERT INTO conflict(dir_id, objectid, offset, type, winner, loser, reason)"
 		" SELECT dir_id, objectid, offset, type, best, block, 'same key in a stronger leaf'"
 		" FROM ranked WHERE rn > 1;", err)))
@@ -375,13 +384,18 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	snprintf(sql, sizeof(sql),
 		"UPDATE dirent SET why = 'hash-mismatch' WHERE block IN"
 		" (SELECT block FROM leaf WHERE status = 'accepted') AND (hmask & %d) = 0;"
-		"UPDATE dirent SET keep = 1 WHERE rowid IN (SELECT r FROM (SELECT d.rowid r,"
-		"  ROW_NUMBER() OVER (PARTITION BY d.dir_id, d.objectid, d.off"
+		"UPDATE dirent SET keep = 1 WHERE why IS NULL AND block IN"
+		" (SELECT block FROM leaf WHERE status = 'accepted');"
+		/* one name per (directory, offset): only offsets found twice are ranked */
+		"DROP TABLE IF EXISTS temp.dupent;"
+		"CREATE TEMP TABLE dupent AS SELECT dir_id, objectid, off FROM dirent"
+		" GROUP BY dir_id, objectid, off HAVING count(*) > 1;"
+		"UPDATE dirent SET keep = 0, why = 'duplicate-name' WHERE rowid IN (SELECT r FROM"
+		" (SELECT d.rowid r, ROW_NUMBER() OVER (PARTITION BY d.dir_id, d.objectid, d.off"
 		"   ORDER BY l.reachable * 2 + l.used DESC, d.block DESC) rn"
-		"  FROM dirent d JOIN leaf l ON l.block = d.block"
-		"  WHERE l.status = 'accepted' AND d.why IS NULL) WHERE rn = 1);"
-		"UPDATE dirent SET why = 'duplicate-name' WHERE keep = 0 AND why IS NULL AND block IN"
-		" (SELECT block FROM leaf WHERE status = 'accepted');", 1 << slot);
+		"  FROM dupent k JOIN dirent d ON d.dir_id = k.dir_id AND d.objectid = k.objectid"
+		"   AND d.off = k.off JOIN leaf l ON l.block = d.block"
+		"  WHERE l.status = 'accepted' AND d.keep = 1) WHERE rn > 1);", 1 << slot);
 	if ((st = step_all(c, sql, err)))
 		return st;
 	uint64_t v[2] = { 0, 0 };
