@@ -34,7 +34,10 @@
 
 #define KEY(d, o) (((uint64_t)(d) << 32) | (uint32_t)(o))
 
-enum { MAX_RANGES = 32 };
+enum {
+	MAX_RANGES = 32,
+	GAP_LEAVES_MAX = 64,         /* lost leaves a gap in one file may stand for */
+};
 
 struct emitter {
 	struct rb_ctx *c;
@@ -43,6 +46,7 @@ struct emitter {
 	bool have_item, have_ent, have_sd;
 	uint8_t *leaf;               /* cached source leaf */
 	uint64_t leaf_blk;
+	bool leaf_damaged;           /* it failed validation: items stand alone */
 	uint8_t *body;
 	struct rfs_bitmap reserved;  /* blocks claimed by any accepted leaf */
 	struct rfs_bitmap old_internal;
@@ -131,10 +135,9 @@ static rfs_status load_leaf(struct emitter *e, uint64_t blk, struct rfs_error *e
 	rfs_status st = rfs_dev_read_block(e->c->dev, blk, e->leaf, err);
 	if (st)
 		return st;
-	if (rfs_leaf_validate(e->leaf, e->c->bs, NULL, NULL) != RFS_OK)
-		return rfs_error_set(err, RFS_ERR_CORRUPT, blk,
-				     "leaf %llu changed since the scan (no longer valid); rescan",
-				     (unsigned long long)blk);
+	/* a leaf the scan found partly valid is used item by item: each item is
+	 * bounds-checked and key-checked in source_item */
+	e->leaf_damaged = rfs_leaf_validate(e->leaf, e->c->bs, NULL, NULL) != RFS_OK;
 	e->leaf_blk = blk;
 	return RFS_OK;
 }
@@ -149,9 +152,14 @@ static rfs_status source_item(struct emitter *e, uint64_t blk, uint32_t pos, uin
 		return st;
 	struct rfs_block_head bh;
 	rfs_block_head_decode(e->leaf, &bh);
-	if (pos < bh.nr_items)
+	uint32_t bs = e->c->bs;
+	bool in = pos < bh.nr_items && pos < rfs_leaf_max_items(bs);
+	if (in)
 		rfs_leaf_item_head(e->leaf, (int)pos, ih);
-	if (pos >= bh.nr_items || ih->key.dir_id != d || ih->key.objectid != o ||
+	if (in && e->leaf_damaged)
+		in = ih->len > 0 && ih->location >= RFS_BLKH_SIZE + (pos + 1) * RFS_IH_SIZE &&
+		     (uint32_t)ih->location + ih->len <= bs;
+	if (!in || ih->key.dir_id != d || ih->key.objectid != o ||
 	    ih->key.offset != off || ih->key.type != type)
 		return rfs_error_set(err, RFS_ERR_CORRUPT, blk,
 				     "leaf %llu changed since the scan (item %u differs); rescan",
@@ -192,8 +200,8 @@ static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
 	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
 	uint64_t blk = col_u64(s, 6);
 	struct rfs_item_head ih;
-	rfs_status st = source_item(e, blk, (uint32_t)col_u64(s, 7), d, o, 0, RFS_TYPE_STAT, &ih,
-				    err);
+	rfs_status st = source_item(e, blk, (uint32_t)col_u64(s, 7), d, o, col_u64(s, 2),
+				    RFS_TYPE_STAT, &ih, err);
 	if (st)
 		return st;
 	const uint8_t *body = e->leaf + ih.location;
@@ -422,8 +430,21 @@ static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
 			len = (uint16_t)(block_end - (off - 1));
 		}
 	}
-	if (off > e->next_byte && (st = fill_gap(e, &ih, err)))
-		return st;
+	if (off > e->next_byte) {
+		/* a gap wider than a few dozen lost leaves could have held is no
+		 * lost leaf: what lies beyond it is not trusted to be this file's
+		 * (a fuzzed offset of 2^60 would ask for 2^48 hole pointers) */
+		uint64_t gap_blocks = (off - e->next_byte) / c->bs;
+		if (gap_blocks > (uint64_t)GAP_LEAVES_MAX * ((c->bs - 48) / 4)) {
+			if (e->is_reg)
+				note_missing(e, e->next_byte - 1, e->next_byte);
+			c->n.conflicts++;
+			return rfs_index_add_conflict(c->ix, d, o, off, type, RFS_NO_BLOCK, blk,
+						      "beyond an implausible gap in the file", err);
+		}
+		if ((st = fill_gap(e, &ih, err)))
+			return st;
+	}
 	/* fill_gap may have loaded another leaf (never: it reads nothing) */
 	memcpy(e->body, e->leaf + ih.location, ih.len);
 	uint64_t end;

@@ -466,6 +466,22 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 	struct objinfo ro;
 	bool added;
 	st = lookup(&s, root, &ro, err);
+	if (!st && ro.exists && !ro.is_dir) {
+		/* The root must be a directory: a stat data saying otherwise (and
+		 * any file body under the root's key) is set aside and a directory
+		 * stat data is created; names found under the root stay. */
+		st = rfs_index_exec(c->ix,
+			"INSERT INTO conflict(dir_id, objectid, offset, type, winner, loser, reason)"
+			" SELECT dir_id, objectid, offset, type, NULL, block,"
+			"  'the root''s stat data does not describe a directory'"
+			" FROM item WHERE dir_id = 1 AND objectid = 2 AND win = 1 AND type IN (0, 1, 2);"
+			"UPDATE item SET win = 0 WHERE dir_id = 1 AND objectid = 2 AND type IN (0, 1, 2);"
+			"UPDATE obj SET is_dir = 1, has_sd = 0, create_sd = 2 WHERE dir_id = 1 AND objectid = 2;",
+			err);
+		if (!st)
+			st = rfs_index_add_outcome(c->ix, 1, 2, "root-recreated",
+						   "its stat data did not describe a directory", err);
+	}
 	if (!st && !ro.exists) {
 		st = add_object(&s, root, true, err);
 		if (!st)

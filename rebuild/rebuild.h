@@ -50,6 +50,7 @@ struct rb_options {
 
 struct rb_counts {
 	uint64_t blocks_scanned, candidates, invalid, journal_copies, internal_nodes;
+	uint64_t partly_valid;       /* invalid leaves whose standing items are used */
 	uint64_t unreadable, nested_superblocks;
 	uint64_t accepted, rejected;
 	uint64_t conflicts, pointers_zeroed;

@@ -129,7 +129,7 @@ static json_t *outcome_list(struct rb_ctx *c, sqlite3_stmt *pq, const char *what
 		if (ranges) {
 			json_t *r = detail ? json_loads(detail, 0, NULL) : NULL;
 			json_t *m = json_object_get(r, "missing");
-			json_object_set(x, "missing", m ? m : json_array());
+			json_object_set_new(x, "missing", m ? json_incref(m) : json_array());
 			json_object_set_new(x, "size_unknown",
 					    json_boolean(json_is_true(json_object_get(r, "size_unknown"))));
 			json_decref(r);
@@ -152,11 +152,12 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 	json_t *j = json_object();
 	json_object_set_new(j, "mode", json_string(c->opt.dry_run ? "dry-run" : "rebuild"));
 	json_object_set_new(j, "index", json_string(rfs_index_path(c->ix)));
-	json_object_set_new(j, "scan", json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+	json_object_set_new(j, "scan", json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 		"mode", c->scan_mode == RB_SCAN_ALL ? "all" : "used", "reason", c->scan_reason,
 		"blocks_scanned", (json_int_t)c->n.blocks_scanned,
 		"candidates", (json_int_t)c->n.candidates,
 		"invalid", (json_int_t)c->n.invalid,
+		"partly_valid", (json_int_t)c->n.partly_valid,
 		"journal_copies", (json_int_t)c->n.journal_copies,
 		"internal_nodes", (json_int_t)c->n.internal_nodes,
 		"unreadable", (json_int_t)c->n.unreadable,
@@ -180,7 +181,7 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 	json_object_set_new(j, "tree", json_pack("{s:I, s:I, s:I, s:I, s:i, s:I}",
 		"leaves", (json_int_t)c->tree_leaves, "kept_in_place", (json_int_t)c->leaves_kept,
 		"new_leaves", (json_int_t)c->leaves_new, "internal_nodes", (json_int_t)c->internal_nodes,
-		"height", (int)c->height, "root", (json_int_t)c->root));
+		"height", (int)c->height + 1, "root", (json_int_t)c->root));
 	json_object_set_new(j, "seconds", json_pack("{s:f, s:f, s:f}", "scan", c->t_scan,
 						       "decide", c->t_decide, "build", c->t_build));
 	json_object_set_new(j, "repairs_after_build", json_integer((json_int_t)r->repairs));
@@ -232,9 +233,11 @@ void rb_report_text(FILE *f, json_t *j)
 		S(s, "mode"), S(s, "mode"), S(s, "reason"),
 		json_is_true(json_object_get(s, "resumed")) ? ", resumed from the index" : "",
 		I(s, "blocks_scanned"), I(s, "unreadable"));
-	fprintf(f, "found: %lld leaf candidates, %lld invalid leaf-like blocks, %lld leaves in the "
-		   "journal (older copies), %lld internal nodes (hints)\n",
-		I(s, "candidates"), I(s, "invalid"), I(s, "journal_copies"), I(s, "internal_nodes"));
+	fprintf(f, "found: %lld leaf candidates (%lld of them damaged, their sound items used), "
+		   "%lld invalid leaf-like blocks, %lld leaves in the journal (older copies), "
+		   "%lld internal nodes (hints)\n",
+		I(s, "candidates"), I(s, "partly_valid"), I(s, "invalid"), I(s, "journal_copies"),
+		I(s, "internal_nodes"));
 	fprintf(f, "hash: %s (from the %s; votes r5 %lld, tea %lld, rupasov %lld)\n", S(h, "name"),
 		S(h, "source"), I(json_object_get(h, "votes"), "r5"),
 		I(json_object_get(h, "votes"), "tea"), I(json_object_get(h, "votes"), "rupasov"));
@@ -270,7 +273,7 @@ void rb_report_text(FILE *f, json_t *j)
 	fprintf(f, "tree: %lld leaves (%lld kept in place, %lld new), %lld internal nodes, "
 		   "height %lld, root %lld\n",
 		I(t, "leaves"), I(t, "kept_in_place"), I(t, "new_leaves"), I(t, "internal_nodes"),
-		I(t, "height") + 1, I(t, "root"));
+		I(t, "height"), I(t, "root"));
 	fprintf(f, "%s %lld blocks (then %lld repairs of counts, bitmaps and maps)\n",
 		dry ? "would write" : "wrote", I(j, "blocks_written"), I(j, "repairs_after_build"));
 	fprintf(f, "check of the result: %s\n", S(j, "check_after"));

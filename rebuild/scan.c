@@ -114,6 +114,65 @@ static rfs_status index_claims(struct rb_ctx *c, uint64_t blk, int pos,
 	return RFS_OK;
 }
 
+/* Items of a leaf that failed validation which still stand on their own:
+ * head inside the block, body after the head array and inside the block, no
+ * body overlapping another one kept, a known type whose body decodes, keys
+ * strictly increasing.  A few flipped bits then cost the items they hit, not
+ * the whole leaf (reiserfsck corrects such leaves in place; rebuild copies
+ * the items that stand and never writes the damaged block). */
+static unsigned standing_items(const uint8_t *buf, uint32_t bs, bool *use)
+{
+	struct rfs_block_head bh;
+	rfs_block_head_decode(buf, &bh);
+	unsigned nr = bh.nr_items, kept = 0;
+	if (nr > rfs_leaf_max_items(bs))
+		nr = rfs_leaf_max_items(bs);
+	uint32_t heads_end = RFS_BLKH_SIZE + nr * RFS_IH_SIZE;
+	struct { uint32_t lo, hi; } body[512];
+	unsigned nbody = 0;
+	struct rfs_key last;
+	bool have_last = false;
+	for (unsigned i = 0; i < nr; i++) {
+		use[i] = false;
+		struct rfs_item_head ih;
+		rfs_leaf_item_head(buf, (int)i, &ih);
+		uint32_t lo = ih.location, hi = (uint32_t)ih.location + ih.len;
+		if (ih.len == 0 || lo < heads_end || hi > bs || ih.key.type > RFS_TYPE_DIRENTRY ||
+		    (ih.version & 0x0FFF) > RFS_KEY_V2)
+			continue;
+		bool overlap = false;
+		for (unsigned k = 0; k < nbody && !overlap; k++)
+			overlap = lo < body[k].hi && body[k].lo < hi;
+		if (overlap || (have_last && rfs_key_cmp(&last, &ih.key) >= 0))
+			continue;
+		const uint8_t *b = buf + lo;
+		bool ok;
+		switch (ih.key.type) {
+		case RFS_TYPE_STAT:
+			ok = ih.key.offset == 0 && (ih.len == RFS_SD_V1_SIZE || ih.len == RFS_SD_V2_SIZE);
+			break;
+		case RFS_TYPE_INDIRECT: ok = ih.len % 4 == 0 && ih.key.offset > 0; break;
+		case RFS_TYPE_DIRECT: ok = ih.len <= bs - 48 && ih.key.offset > 0; break;
+		default:
+			ok = ih.free_or_count > 0 && ih.key.offset > 0 &&
+			     rfs_dir_validate(b, ih.len, ih.free_or_count, NULL, NULL) == RFS_OK;
+			break;
+		}
+		if (!ok)
+			continue;
+		use[i] = true;
+		kept++;
+		last = ih.key;
+		have_last = true;
+		if (nbody < sizeof(body) / sizeof(body[0])) {
+			body[nbody].lo = lo;
+			body[nbody].hi = hi;
+			nbody++;
+		}
+	}
+	return kept;
+}
+
 static rfs_status index_leaf(struct rb_ctx *c, uint64_t blk, const uint8_t *buf, int area,
 			     struct rfs_error *err)
 {
@@ -125,17 +184,28 @@ static rfs_status index_leaf(struct rb_ctx *c, uint64_t blk, const uint8_t *buf,
 		.checksum = rb_checksum(buf, c->bs),
 		.used = blk < c->old_used.nbits && rfs_bitmap_test(&c->old_used, blk),
 	};
+	bool use[4096];
+	bool partly = false;
 	if (rfs_leaf_validate(buf, c->bs, keep_first_fault, &ff) != RFS_OK) {
-		row.valid = 0;
 		row.fault = ff.have ? rfs_problem_def(ff.f.code)->name : "LEAF_INVALID";
-		c->n.invalid++;
-		return rfs_index_add_leaf(c->ix, &row, err);
+		if (area != 0 || standing_items(buf, c->bs, use) == 0) {
+			row.valid = 0;
+			c->n.invalid++;
+			return rfs_index_add_leaf(c->ix, &row, err);
+		}
+		partly = true;
+		c->n.partly_valid++;
 	}
-	row.valid = 1;
-	struct rfs_item_head ih0;
-	rfs_leaf_item_head(buf, 0, &ih0);
-	row.has_key = true;
-	row.first_key = ih0.key;
+	row.valid = partly ? 2 : 1;
+	for (int i = 0; i < bh.nr_items && i < (int)rfs_leaf_max_items(c->bs); i++) {
+		if (partly && !use[i])
+			continue;
+		struct rfs_item_head ih0;
+		rfs_leaf_item_head(buf, i, &ih0);
+		row.has_key = true;
+		row.first_key = ih0.key;
+		break;
+	}
 	if (area == 1) {
 		c->n.journal_copies++;
 		return rfs_index_add_leaf(c->ix, &row, err);
@@ -143,7 +213,9 @@ static rfs_status index_leaf(struct rb_ctx *c, uint64_t blk, const uint8_t *buf,
 	c->n.candidates++;
 	rfs_bitmap_set(&c->leaves, blk);
 	rfs_status st = RFS_OK;
-	for (int i = 0; !st && i < bh.nr_items; i++) {
+	for (int i = 0; !st && i < bh.nr_items && i < (int)rfs_leaf_max_items(c->bs); i++) {
+		if (partly && !use[i])
+			continue;
 		struct rfs_item_head ih;
 		rfs_leaf_item_head(buf, i, &ih);
 		const uint8_t *body = buf + ih.location;
@@ -385,8 +457,8 @@ static rfs_status reload_from_index(struct rb_ctx *c, struct rfs_error *err)
 	static const char *const q[] = {
 		"SELECT count(*) FROM internal", "SELECT count(*) FROM unreadable",
 		"SELECT count(*) FROM nested", "SELECT coalesce(max(objectid), 0) FROM item",
-		"SELECT coalesce(sum(votes_r5),0), coalesce(sum(votes_tea),0),"
-		" coalesce(sum(votes_rup),0) FROM leaf WHERE area = 0 AND valid = 1",
+		("SELECT coalesce(sum(votes_r5),0), coalesce(sum(votes_tea),0),"
+		 " coalesce(sum(votes_rup),0) FROM leaf WHERE area = 0 AND valid >= 1"),
 	};
 	uint64_t v[4];
 	for (int i = 0; i < 5; i++) {

@@ -98,7 +98,7 @@ static rfs_status mark_reachable(struct rb_ctx *c, struct rfs_error *err)
 	snprintf(sql, sizeof(sql),
 		 "UPDATE internal SET status = CASE WHEN block IN (SELECT block FROM hint)"
 		 " THEN 'hint' ELSE 'ignored' END;"
-		 "UPDATE leaf SET reachable = 1 WHERE area = 0 AND valid = 1 AND (block = %llu OR"
+		 "UPDATE leaf SET reachable = 1 WHERE area = 0 AND valid >= 1 AND (block = %llu OR"
 		 " block IN (SELECT child FROM internal_child WHERE parent IN (SELECT block FROM hint)));",
 		 (unsigned long long)c->fs->sb.root_block);
 	return step_all(c, sql, err);
@@ -109,7 +109,7 @@ static rfs_status decide_data(struct rb_ctx *c, struct rfs_error *err)
 {
 	sqlite3_stmt *s;
 	rfs_status st = rfs_index_prepare(c->ix,
-		"SELECT block, reachable * 2 + used FROM leaf WHERE area = 0 AND valid = 1"
+		"SELECT block, reachable * 2 + used FROM leaf WHERE area = 0 AND valid >= 1"
 		" ORDER BY block", &s, err);
 	if (st)
 		return st;
@@ -254,7 +254,7 @@ static rfs_status choose_hash(struct rb_ctx *c, unsigned option, struct rfs_erro
 	uint64_t v[3] = { 0, 0, 0 };
 	rfs_status st = query_u64(c,
 		"SELECT coalesce(sum(votes_r5),0), coalesce(sum(votes_tea),0), coalesce(sum(votes_rup),0)"
-		" FROM leaf WHERE area = 0 AND valid = 1 AND status IS NULL", v, 3, err);
+		" FROM leaf WHERE area = 0 AND valid >= 1 AND status IS NULL", v, 3, err);
 	if (st)
 		return st;
 	for (int i = 0; i < 3; i++)
@@ -287,7 +287,7 @@ static rfs_status reject_where(struct rb_ctx *c, const char *reason, const char 
 	char sql[768];
 	snprintf(sql, sizeof(sql),
 		 "UPDATE leaf SET status = 'rejected', reason = '%s', detail = '%s'"
-		 " WHERE area = 0 AND valid = 1 AND status IS NULL AND (%s)", reason, detail, where);
+		 " WHERE area = 0 AND valid >= 1 AND status IS NULL AND (%s)", reason, detail, where);
 	return step_all(c, sql, err);
 }
 
@@ -298,7 +298,7 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 			" WHERE valid = 0;"
 			"UPDATE leaf SET status = 'rejected', reason = 'journal-copy',"
 			" detail = 'a leaf in the journal area: an older copy, never used'"
-			" WHERE area = 1 AND valid = 1;", err);
+			" WHERE area = 1 AND valid >= 1;", err);
 	if (!st)
 		st = mark_reachable(c, err);
 	if (!st)
@@ -320,21 +320,21 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	if ((st = step_all(c,
 		"UPDATE leaf SET status = 'rejected', reason = 'duplicate',"
 		" detail = 'identical to leaf ' || (SELECT k.block FROM leaf k WHERE k.checksum = leaf.checksum"
-		"   AND k.area = 0 AND k.valid = 1 AND k.status IS NULL"
+		"   AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
 		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1)"
-		" WHERE area = 0 AND valid = 1 AND status IS NULL AND block <> (SELECT k.block FROM leaf k"
-		"   WHERE k.checksum = leaf.checksum AND k.area = 0 AND k.valid = 1 AND k.status IS NULL"
+		" WHERE area = 0 AND valid >= 1 AND status IS NULL AND block <> (SELECT k.block FROM leaf k"
+		"   WHERE k.checksum = leaf.checksum AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
 		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1);"
 		"UPDATE leaf SET status = 'accepted', reason = CASE WHEN reachable THEN 'reachable'"
 		" WHEN used THEN 'marked-used' ELSE 'unreferenced' END"
-		" WHERE area = 0 AND valid = 1 AND status IS NULL;", err)))
+		" WHERE area = 0 AND valid >= 1 AND status IS NULL;", err)))
 		return st;
 	/* stale: an unreferenced leaf whose first key falls inside a slot of a
 	 * surviving parent of leaves (strictly between two of its keys; the
 	 * superblock's root also bounds its first and last slot), whose child in
 	 * that slot is an accepted leaf: the tree replaced it (a deleted file's
 	 * old leaf, an older copy) */
-	char slot_sql[2400];
+	char slot_sql[3600];
 	static const char slot_cond[] =
 		" FROM internal_child c"
 		" LEFT JOIN internal_child n ON n.parent = c.parent AND n.idx = c.idx + 1"
@@ -343,8 +343,14 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		" WHERE (c.idx >= 1 OR p.block = %llu) AND (c.idx = 0 OR (c.k_dir, c.k_obj, c.k_off, c.k_type)"
 		"   <= (leaf.k_dir, leaf.k_obj, leaf.k_off, leaf.k_type))"
 		" AND ((n.parent IS NULL AND p.block = %llu) OR (leaf.k_dir, leaf.k_obj, leaf.k_off,"
-		"   leaf.k_type) < (n.k_dir, n.k_obj, n.k_off, n.k_type))";
-	char cond[800];
+		"   leaf.k_type) < (n.k_dir, n.k_obj, n.k_off, n.k_type))"
+		/* and the slot's own child belongs in it (a corrupt node pointing
+		 * every slot at one leaf is evidence of nothing) */
+		" AND (c.idx = 0 OR (c.k_dir, c.k_obj, c.k_off, c.k_type)"
+		"   <= (cl.k_dir, cl.k_obj, cl.k_off, cl.k_type))"
+		" AND (n.parent IS NULL OR (cl.k_dir, cl.k_obj, cl.k_off, cl.k_type)"
+		"   < (n.k_dir, n.k_obj, n.k_off, n.k_type))";
+	char cond[1400];
 	unsigned long long root = c->fs->sb.root_block;
 	snprintf(cond, sizeof(cond), slot_cond, root, root);
 	snprintf(slot_sql, sizeof(slot_sql),

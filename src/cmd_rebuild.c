@@ -147,6 +147,9 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_
 	check_release(&fc);
 	if (!st)
 		st = reload_super(c->fs, err);
+	/* the journal was flushed and its header repaired: look again */
+	if (!st)
+		st = rfs_journal_analyse(c->fs, false, err);
 	if (!st)
 		st = written_digest(c->dev, r, err);
 	if (st)

@@ -232,6 +232,7 @@ int cmd_salvage(int argc, char **argv)
 	struct salvage_totals totals = { 0 };
 	struct rb_ctx rb;
 	bool have_rb = false;
+	uint64_t scan_unreadable = 0;   /* blocks the scan could not read */
 	int rc = RFS_EXIT_OK;
 	rfs_status run_st = RFS_OK;
 	struct rfs_error run_err;
@@ -295,6 +296,8 @@ int cmd_salvage(int argc, char **argv)
 		if (!co.quiet && !co.json)
 			fprintf(stderr, "rfsck salvage: %s: files come from a tree rebuilt in memory "
 					"from %llu scanned leaves\n", why, (unsigned long long)rb.n.accepted);
+		if (rb.n.unreadable)
+			scan_unreadable = rb.n.unreadable;
 	}
 	manifest = create_output(outfd, "manifest.jsonl", &err);
 	bodyfile = manifest ? create_output(outfd, "bodyfile", &err) : NULL;
@@ -334,6 +337,14 @@ int cmd_salvage(int argc, char **argv)
 	double t1 = now_wall();
 
 	bool image_same = strcmp(before, after) == 0;
+	if (scan_unreadable) {
+		/* whatever lived in them is missing without a trace: not complete */
+		totals.errors++;
+		if (!run_st)
+			fprintf(stderr, "rfsck salvage: %llu block(s) could not be read by the scan; "
+					"objects that lived only there are missing\n",
+				(unsigned long long)scan_unreadable);
+	}
 	if (run_st)
 		rc = cli_fail("salvage", &run_err);
 	else if (!image_same) {
@@ -373,6 +384,8 @@ int cmd_salvage(int argc, char **argv)
 		json_object_set_new(rep, "source", json_string(source));
 		if (*why)
 			json_object_set_new(rep, "source_reason", json_string(why));
+		if (scan_unreadable)
+			json_object_set_new(rep, "scan_unreadable_blocks", json_integer((json_int_t)scan_unreadable));
 		if (have_rb) {
 			struct rb_run_result rr = { .check_after = "not run (salvage: in memory only)" };
 			json_t *rj = rb_report_json(&rb, &rr);

@@ -127,9 +127,21 @@ rfs_status rfs_journal_analyse(struct rfs_fs *fs, bool replay, struct rfs_error 
 		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "journal buffers");
 		goto out;
 	}
-	st = rfs_dev_read_block(fs->dev, hdr_blk, buf, err);
-	if (st)
+	struct rfs_error herr;
+	rfs_error_clear(&herr);
+	if (rfs_dev_read_block(fs->dev, hdr_blk, buf, &herr)) {
+		if (herr.status == RFS_ERR_NOMEM) {
+			st = rfs_error_set(err, RFS_ERR_NOMEM, hdr_blk, "journal header");
+			goto out;
+		}
+		/* An unreadable header means nothing can be replayed; the reading
+		 * commands go on with the on-disk state and say why. */
+		js->broken = true;
+		char line[90];
+		rfs_error_format(&herr, line, sizeof(line));
+		snprintf(js->broken_reason, sizeof(js->broken_reason), "header unreadable: %.90s", line);
 		goto out;
+	}
 	rfs_journal_header_decode(buf, &js->header);
 	const uint32_t sbp[8] = { fs->sb.j_first, fs->sb.j_dev, fs->sb.j_size, fs->sb.j_trans_max,
 				  fs->sb.j_magic, fs->sb.j_max_batch, fs->sb.j_max_commit_age,
