@@ -455,7 +455,9 @@ static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
 			uint32_t p = le32_at(e->body, 4 * (size_t)i);
 			if (!p)
 				continue;
-			bool bad = p >= c->nblocks || rfs_bitmap_test(&c->meta, p) ||
+			bool bad = p >= c->nblocks ||
+				   (c->opt.data_blocks && p >= c->opt.data_blocks) ||
+				   rfs_bitmap_test(&c->meta, p) ||
 				   rfs_bitmap_test(&c->accepted, p) || rfs_bitmap_test(&c->claimed, p);
 			if (!bad) {
 				rfs_bitmap_set(&c->claimed, p);

@@ -43,6 +43,9 @@ struct rb_options {
 	enum rb_scan_mode scan;
 	bool quiet, progress_force;
 	unsigned hash_override;      /* --hash, 0 = decide */
+	uint64_t data_blocks;        /* blocks that really hold data (an --output copy
+				      * of a truncated image is extended with zeros
+				      * beyond them); 0 = all */
 	bool detached_orphans;       /* salvage: objects no name reaches go into a
 				      * new directory that no name reaches either
 				      * (lf_objectid), not into /lost+found */

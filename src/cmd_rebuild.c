@@ -226,12 +226,35 @@ int cmd_rebuild(int argc, char **argv)
 		fo.dev.stop_after_write_nth = strtoull(hook, NULL, 10);
 #endif
 	struct rfs_fs *fs;
-	if (rfs_fs_open(&fo, &fs, &err))
+	if (rfs_fs_open(&fo, &fs, &err)) {
+		if (o.output)
+			unlink(o.output);
 		return cli_fail("rebuild", &err);
+	}
+	uint64_t data_blocks = 0;
+	if (o.output && rfs_dev_block_count(fs->dev) < fs->sb.block_count) {
+		/* A truncated image: the copy gets its full length (zeros, sparse)
+		 * so the rebuilt volume is whole; what lay beyond the end is lost
+		 * and every pointer there counts as missing data. */
+		data_blocks = rfs_dev_block_count(fs->dev);
+		uint64_t want = o.co.offset + (uint64_t)fs->sb.block_count * fs->bs;
+		struct rfs_error ce;
+		rfs_error_clear(&ce);
+		rfs_fs_close(fs, &ce);
+		if (truncate(o.output, (off_t)want) != 0) {
+			rfs_error_sys(&err, errno, RFS_NO_BLOCK, "extending %s", o.output);
+			unlink(o.output);
+			return cli_fail("rebuild", &err);
+		}
+		if (rfs_fs_open(&fo, &fs, &err)) {
+			unlink(o.output);
+			return cli_fail("rebuild", &err);
+		}
+	}
 	rfs_dev_track_writes(fs->dev);
 	struct rb_options ro = { .dry_run = o.dry_run, .scan = o.scan, .quiet = o.co.quiet || o.co.json,
 				 .progress_force = o.co.progress != 0,
-				 .hash_override = (unsigned)o.co.hash_code };
+				 .hash_override = (unsigned)o.co.hash_code, .data_blocks = data_blocks };
 	struct rb_ctx c;
 	rb_init(&c, fs, &ro);
 	struct rb_run_result r = { .undo = o.dry_run || o.output ? NULL : o.undo };
@@ -250,6 +273,8 @@ int cmd_rebuild(int argc, char **argv)
 	rfs_status cst = rfs_fs_close(fs, &cerr);
 	if (st || cst) {
 		json_decref(rep);
+		if (o.output)
+			unlink(o.output);   /* a half-built copy is worth nothing */
 		if (!o.dry_run && st)
 			fprintf(stderr, "rfsck rebuild: stopped%s; %s\n",
 				o.undo ? "" : " (no undo log)",
