@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "readahead.h"
 #include "rebuild.h"
 #include "rfs/bytes.h"
 #include "rfs/hash.h"
@@ -346,6 +347,33 @@ static rfs_status scan_run(struct rb_ctx *c, uint64_t first, uint32_t n, int are
 	return RFS_OK;
 }
 
+/* Classifies a run the reader thread read (blocks that failed are indexed
+ * as unreadable, never treated as zeros). */
+static rfs_status scan_ready_run(struct rb_ctx *c, const struct ra_run *r, struct rfs_error *err)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t blk = r->first + i;
+		if (r->failed[i]) {
+			c->n.unreadable++;
+			rfs_status s2 = rfs_index_add_unreadable(c->ix, blk,
+								 r->why[i] ? r->why[i] : "unreadable", err);
+			if (s2)
+				return s2;
+			continue;
+		}
+		c->n.blocks_scanned++;
+		rfs_status s2 = classify(c, blk, r->data + (size_t)i * c->bs, 0, err);
+		if (s2)
+			return s2;
+	}
+	return RFS_OK;
+}
+
+static bool in_scan_set_cb(const void *ctx, uint64_t blk)
+{
+	return in_scan_set(ctx, blk);
+}
+
 /* The trust test for --scan used: every bitmap block readable and marking
  * itself, the superblock area and the journal used, and more than the
  * metadata marked (a zeroed bitmap fails). */
@@ -527,18 +555,17 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 		}
 	}
 	rfs_progress_phase(&c->progress, "scan", "blocks", c->nblocks);
+	/* the reader thread reads ahead; this thread validates and indexes */
+	struct readahead *ra = NULL;
+	if (!st)
+		st = ra_start(c->dev, c->bs, next, c->nblocks, in_scan_set_cb, c, &ra, err);
 	uint64_t batch_start = next;
-	for (uint64_t b = next; !st && b < c->nblocks;) {
-		/* the next run of blocks in the set, at most RUN_BLOCKS long */
-		while (b < c->nblocks && !in_scan_set(c, b))
-			b++;
-		if (b >= c->nblocks)
+	while (!st) {
+		struct ra_run *r;
+		if ((st = ra_next(ra, &r, err)) || !r)
 			break;
-		uint64_t e = b + 1;
-		while (e < c->nblocks && e - b < RUN_BLOCKS && in_scan_set(c, e))
-			e++;
-		st = scan_run(c, b, (uint32_t)(e - b), 0, buf, err);
-		b = e;
+		st = scan_ready_run(c, r, err);
+		uint64_t b = r->first + r->n;
 		rfs_progress_update(&c->progress, b);
 		if (!st && b - batch_start >= BATCH_BLOCKS) {
 			st = rfs_index_meta_set_u64(c->ix, "scan_next", b, err);
@@ -551,6 +578,7 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 			batch_start = b;
 		}
 	}
+	ra_stop(ra);
 	rfs_progress_done(&c->progress);
 	if (!st)
 		st = rfs_index_meta_set_u64(c->ix, "scan_next", c->nblocks, err);
