@@ -5,9 +5,12 @@
 #   make corpus          rebuild all shipped images + manifests from nothing
 #                        (fetches the Debian 6.1 kernel, boots it under qemu)
 #   make corpus-big      also build the big, not shipped images (160 MiB tree)
-#   make test-kernel     kernel-view check of 3 shipped images against their manifests
+#   make test-kernel     kernel-view check of 3 shipped images against their manifests,
+#                        and of 4 damaged images rebuilt by rfsck (test-kernel.sh --rebuilt)
 #   make corpus-baseline damage recipes x reiserfsck, scored by the kernel view
 #   make corpus-selftest kernel-free self-test of damage/score/oracle (12 s)
+#   make bench-images    the large benchmark volumes (4 GiB / 32 GiB, kernel-written,
+#                        verified) under corpus/build/bench/; reused when verified
 #
 # Scratch goes to $(RFSCK_CORPUS_CACHE) (default corpus/build, git-ignored).
 
@@ -19,7 +22,7 @@ CORPUS_DEBS  := qemu-system-x86 busybox-static reiserfsprogs grub-common xz-util
 CORPUS_CMDS  := qemu-system-x86_64 busybox mkreiserfs reiserfsck debugreiserfs grub-fstest xz \
                 python3 cpio gzip gcc dpkg-deb apt-get apt-cache
 
-.PHONY: corpus corpus-deps corpus-big test-kernel corpus-baseline corpus-selftest corpus-clean
+.PHONY: corpus corpus-deps corpus-big test-kernel corpus-baseline corpus-selftest corpus-clean bench-images
 
 corpus-deps:
 	@missing=""; for c in $(CORPUS_CMDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
@@ -36,8 +39,18 @@ corpus: corpus-deps
 corpus-big: corpus-deps
 	$(CORPUS_PY) $(CORPUS_TOOLS)/build-corpus.py --big --only r36-bigtree
 
-test-kernel: corpus-deps
-	sh $(CORPUS_TOOLS)/test-kernel.sh
+# test-kernel: the shipped images as the kernel reads them, then images that
+# rfsck rebuilt (test-kernel.sh --rebuilt, with the release ./rfsck); both run,
+# the target fails if either fails.
+test-kernel: corpus-deps rfsck
+	@sh $(CORPUS_TOOLS)/test-kernel.sh; a=$$?; \
+	RFSCK=$(CURDIR)/rfsck sh $(CORPUS_TOOLS)/test-kernel.sh --rebuilt; b=$$?; \
+	[ $$a -eq 0 ] && [ $$b -eq 0 ]
+
+# bench-images: the volumes `make bench` measures (build-bench-images.py;
+# BENCH_IMAGES_ARGS, e.g. "--only bench-4g" or "--force").
+bench-images: corpus-deps
+	$(CORPUS_PY) $(CORPUS_TOOLS)/build-bench-images.py $(BENCH_IMAGES_ARGS)
 
 corpus-baseline: corpus-deps
 	$(CORPUS_PY) $(CORPUS_TOOLS)/baseline.py
