@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_seeds.py - seed corpora for the libFuzzer harnesses in tests/fuzz/.
 
-Usage: make_seeds.py OUT_DIR [PUBLIC_CORPUS_DIR]
+Usage: make_seeds.py OUT_DIR [PUBLIC_CORPUS_DIR [TEAM_CORPUS_DIR]]
 
 Writes OUT_DIR/<target>/<sha1> files (the libFuzzer corpus layout) and
 OUT_DIR/reiserfs.dict.  Nothing is written anywhere else: public images are
@@ -16,7 +16,15 @@ Sources, for every target:
     nodes, leaves), any other block whose block head looks like a node,
     directory items, stat data and names of those leaves, the journal header
     and descriptor/commit pairs found in the journal area, and the whole image
-    as a sparse patch list over a zero base (see fuzz_image.c).
+    as a sparse patch list over a zero base (see fuzz_image.c);
+  * for the whole-mode harnesses (check, rebuild, salvage; modes_common.h):
+    the built-in template with each option setting, hostile edits of the
+    template (internal-node pointer cycles, a directory cycle, a file of 2^60
+    bytes, a garbage objectid map, a block count far beyond the device, a
+    broken journal, the nested image's superblock wiped), and every public
+    and team image (TEAM_CORPUS_DIR, default ../../corpus/images) as a patch
+    list cut at 4 MiB, plus, for a larger image, the same with its block
+    count set to what fits in 4 MiB.
 
 Input layouts (must match the harnesses):
   super:    [loc flag][dev_blocks u32][superblock bytes]
@@ -26,6 +34,7 @@ Input layouts (must match the harnesses):
   journal:  [bs selector][descriptor block][commit block]
   hash:     [hash code][name]
   image:    [base][flags][size/512 u32] then (u32 offset, u16 len, bytes)*
+  check, rebuild, salvage: the image layout, the image cut at 4 MiB
 """
 import gzip
 import hashlib
@@ -35,9 +44,11 @@ import re
 import struct
 import sys
 
-TARGETS = ("super", "leaf", "internal", "dir", "stat", "journal", "hash", "image")
+MODE_TARGETS = ("check", "rebuild", "salvage")
+TARGETS = ("super", "leaf", "internal", "dir", "stat", "journal", "hash", "image") + MODE_TARGETS
 SB_OFFSETS = (65536, 8192)
 MAX_IMAGE_SEED = 1 << 20          # bytes of patch list per image seed
+MODES_MAX_IMAGE = 4 << 20         # modes_common.h caps images at 4 MiB
 MAX_PER_IMAGE = 40                # seeds of one kind from one image
 BS_SEL = {512: 0, 1024: 1, 2048: 2, 4096: 3, 8192: 4}
 
@@ -160,6 +171,121 @@ def hand_made(seeds):
     seeds.add("image", bytes([0, 0]) + struct.pack("<I", 165))
     seeds.add("image", bytes([0, 0]) + b"\0\0\0\0" +
               struct.pack("<IH", 128 * 512, 4) + struct.pack("<I", 0xFFFFFFF0))
+
+
+# --------------------------------------------------------------------------
+# Whole-mode harnesses (fuzz_check.c, fuzz_rebuild.c, fuzz_salvage.c).
+#
+# The hostile seeds patch the built-in template of modes_common.h at offsets
+# that follow from its layout (1024-byte blocks; superblock 64, journal
+# 66..577 with the log copy of leaf B at 67, header 578, root 580, leaf A 581,
+# leaf B 582, /f data 590..592, nested superblock 600).  If the template
+# changes, update T_* below; a stale offset only makes a seed less pointed.
+
+T_BS, T_SB, T_JFIRST, T_JHDR, T_ROOT, T_LEAF_A, T_LEAF_B, T_INNER_SB = \
+    1024, 64, 66, 578, 580, 581, 582, 600
+T_LOG_B = T_JFIRST + 1                     # the journal's copy of leaf B
+SB = T_SB * T_BS
+
+
+def rec(off, data):
+    return struct.pack("<IH", off, len(data)) + data
+
+
+def mode_input(flags, *records, size=0, zero=False):
+    return bytes([1 if zero else 0, flags]) + struct.pack("<I", size) + b"".join(records)
+
+
+MODE_FLAGS = {
+    "check": (0, 1, 2, 4, 6, 8, 0x10, 0x19),
+    "rebuild": (0, 1, 2, 8, 0x10, 0x18),
+    "salvage": (0, 1, 2, 8),
+}
+
+
+def leaf_b_rec(off_in_leaf, data):
+    """The same edit in leaf B and in its logged copy (replay installs it)."""
+    return [rec(T_LEAF_B * T_BS + off_in_leaf, data), rec(T_LOG_B * T_BS + off_in_leaf, data)]
+
+
+def hostile_template_inputs():
+    """(name, input) of hostile edits of the template, flags 0."""
+    child0 = T_ROOT * T_BS + 24 + 16          # one key, then the child array
+    child1 = child0 + 8
+    out = [
+        ("root-child-is-root", mode_input(0, rec(child0, struct.pack("<I", T_ROOT)))),
+        ("both-children-root", mode_input(0, rec(child0, struct.pack("<I", T_ROOT)),
+                                          rec(child1, struct.pack("<I", T_ROOT)))),
+        ("root-is-leaf-b-height-3", mode_input(0, rec(SB + 8, struct.pack("<I", T_LEAF_B)))),
+        ("tree-height-5", mode_input(0, rec(SB + 68, struct.pack("<H", 5)))),
+        # /d/t's entry (dir_d body at 720 in leaf A, entry 2) -> the root: a
+        # directory cycle; -> /d itself: a self loop
+        ("dir-cycle-to-root", mode_input(0, rec(T_LEAF_A * T_BS + 720 + 32 + 4,
+                                                struct.pack("<II", 1, 2)))),
+        ("dir-self-loop", mode_input(0, rec(T_LEAF_A * T_BS + 720 + 32 + 4,
+                                            struct.pack("<II", 2, 3)))),
+        # /f's stat data (leaf B, body at 980): size 2^60, and 2^64-1
+        ("file-2e60", mode_input(0, *leaf_b_rec(980 + 8, struct.pack("<Q", 1 << 60)))),
+        ("file-size-max", mode_input(0, *leaf_b_rec(980 + 8, struct.pack("<Q", (1 << 64) - 1)))),
+        # /n's stat data (body at 868): 2^60 over its 66 pointers
+        ("holder-2e60", mode_input(0, *leaf_b_rec(868 + 8, struct.pack("<Q", 1 << 60)))),
+        # objectid map: cursize at its maximum, garbage values
+        ("oid-map-garbage", mode_input(0, rec(SB + 48, struct.pack("<H", 410)),
+                                       rec(SB + 204, bytes((i * 37 + 11) & 0xFF for i in range(820))))),
+        ("oid-map-cursize-huge", mode_input(0, rec(SB + 48, struct.pack("<H", 0xFFFF)))),
+        ("oid-map-descending", mode_input(0, rec(SB + 204, struct.pack("<IIII", 0xFFFFFFF0, 8, 7, 1)),
+                                          rec(SB + 48, struct.pack("<H", 4)))),
+        # block counts far beyond the 640 KiB device
+        ("block-count-2e32", mode_input(0, rec(SB, struct.pack("<I", 0xFFFFFFFF)))),
+        ("block-count-1e6-bmap", mode_input(0, rec(SB, struct.pack("<I", 1000000)),
+                                            rec(SB + 70, struct.pack("<H", 123)))),
+        ("free-blocks-huge", mode_input(0, rec(SB + 4, struct.pack("<I", 0xFFFFFFFF)))),
+        # journal: trans_max 2^32-1 with a descriptor of length 2^32-2 (the
+        # wrap of tests/fuzz/regressions/image/journal-len-wrap-hang)
+        ("journal-len-wrap", mode_input(0, rec(SB + 24, struct.pack("<I", 0xFFFFFFFF)),
+                                        rec(T_JFIRST * T_BS + 4, struct.pack("<I", 0xFFFFFFFE)))),
+        ("journal-header-garbage", mode_input(0, rec(T_JHDR * T_BS, b"\xff" * 44))),
+        ("nested-sb-wiped", mode_input(0, rec(T_INNER_SB * T_BS + 52, b"\0" * 10))),
+        ("nested-root-is-outer-root", mode_input(0, rec(T_INNER_SB * T_BS + 8, struct.pack("<I", 1000)))),
+        ("bitmap-zeroed", mode_input(0, rec(65 * T_BS, bytes(T_BS)))),
+        ("truncated-in-tree", mode_input(0, size=(T_LEAF_A * T_BS) // 512)),
+        ("truncated-before-sb", mode_input(0, size=SB // 512)),
+        ("blocksize-4096", mode_input(0, rec(SB + 44, struct.pack("<H", 4096)))),
+    ]
+    return out
+
+
+def mode_seeds(seeds):
+    for t in MODE_TARGETS:
+        for f in MODE_FLAGS[t]:
+            seeds.add(t, mode_input(f))
+        for _name, data in hostile_template_inputs():
+            seeds.add(t, data)
+
+
+def capped_patch_list(img, cap, block_count=None):
+    """The image cut at cap bytes as a zero-base patch list (at most
+    MAX_IMAGE_SEED bytes), optionally with the superblock's block count set."""
+    part = bytearray(img[:cap])
+    if block_count is not None and len(part) >= 65536 + 204:
+        struct.pack_into("<I", part, 65536, block_count)
+    return patch_list(bytes(part), MAX_IMAGE_SEED)
+
+
+def mode_image_seeds(seeds, img, label):
+    pls = [capped_patch_list(img, MODES_MAX_IMAGE)]
+    if len(img) > MODES_MAX_IMAGE and len(img) >= 65536 + 204 and \
+            img[65536 + 52:65536 + 58] == b"ReIsEr":
+        bs = le16(img, 65536 + 44)
+        if bs in BS_SEL:
+            pls.append(capped_patch_list(img, MODES_MAX_IMAGE, MODES_MAX_IMAGE // bs))
+    for pl in pls:
+        if pl is None:
+            print(f"make_seeds: {label}: mode seed over {MAX_IMAGE_SEED} bytes, skipped",
+                  file=sys.stderr)
+            continue
+        for t in MODE_TARGETS:
+            seeds.add(t, pl)
 
 
 # --------------------------------------------------------------------------
@@ -318,6 +444,7 @@ def from_image(seeds, img, label):
                 pairs += 1
                 if pairs >= MAX_PER_IMAGE:
                     break
+    mode_image_seeds(seeds, img, label)
     pl = patch_list(img, MAX_IMAGE_SEED)
     if pl is not None:
         seeds.add("image", pl)
@@ -333,11 +460,17 @@ def main():
     out = sys.argv[1]
     public = sys.argv[2] if len(sys.argv) > 2 else \
         os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/corpus-public")
+    team = sys.argv[3] if len(sys.argv) > 3 else \
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../corpus/images")
     seeds = Seeds(out)
     hand_made(seeds)
+    mode_seeds(seeds)
     images = 0
-    if os.path.isdir(public):
-        for root, _dirs, files in os.walk(public):
+    for d in (public, team):
+        if not os.path.isdir(d):
+            print(f"make_seeds: no corpus at {d}; skipped", file=sys.stderr)
+            continue
+        for root, _dirs, files in os.walk(d):
             for fn in sorted(files):
                 if not (fn.endswith(".xz") or fn.endswith(".gz") or fn.endswith(".bin")):
                     continue
@@ -347,17 +480,14 @@ def main():
                 except (OSError, EOFError, lzma.LZMAError) as e:
                     print(f"make_seeds: {path}: {e}", file=sys.stderr)
                     continue
-                from_image(seeds, img, os.path.relpath(path, public))
+                from_image(seeds, img, os.path.relpath(path, d))
                 images += 1
-    else:
-        print(f"make_seeds: no public corpus at {public}; hand-made seeds only",
-              file=sys.stderr)
     with open(os.path.join(out, "reiserfs.dict"), "w") as f:
         for word in (b"ReIsErFs", b"ReIsEr2Fs", b"ReIsEr3Fs", b"ReIsErLB", b"ReIsEr4",
                      b"\x01\x00", b"\x02\x00", b"\xf4\x01\x00\x00", b"\xff\xff\xff\xff",
                      b"\xfe\xff\xff\xff", b"\x00\x02", b"\x00\x10", b".reiserfs_priv"):
             f.write('"' + "".join("\\x%02x" % c for c in word) + '"\n')
-    print("make_seeds: %d public images; seeds: %s" %
+    print("make_seeds: %d public and team images; seeds: %s" %
           (images, ", ".join(f"{t} {seeds.count[t]}" for t in TARGETS)))
     return 0
 

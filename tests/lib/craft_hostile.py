@@ -20,7 +20,27 @@ EDITs (PATH is an image path; NAME and TARGET take "hex:..." for any bytes):
   --symlink-target PATH TARGET      overwrite a symlink's body (TARGET no
                              longer than its direct item) and set its size
   --size PATH N              set the size field of PATH's stat data
-Edits apply in order; paths are resolved in the image as already edited.
+  --key-offset PATH TYPE N   set the key offset of PATH's first item of TYPE
+                             (indirect or direct) to N (60 bits in a 3.6 key)
+Structure edits (for the hang tests, tests/integration/hostile_modes.sh):
+  --child NODE INDEX TARGET  set child INDEX of internal node NODE to TARGET;
+                             NODE and TARGET are "root", "root/I/J" (the
+                             root's child I, its child J) or a block number
+                             (a pointer cycle when TARGET is an ancestor)
+  --all-children NODE TARGET every child pointer of NODE becomes TARGET
+  --dag LEVELS               LEVELS new internal nodes (levels 2..LEVELS+1,
+                             at most 4) in free blocks, each with as many
+                             children as a node holds, all pointing at the
+                             node below; the lowest points at the root's first
+                             leaf; the top one becomes the root (tree height
+                             LEVELS+2): (max children)^LEVELS paths to one leaf
+  --sb-field FIELD VALUE     set a superblock field (block_count, free_blocks,
+                             root, tree_height, bmap_nr, oid_maxsize,
+                             oid_cursize, blocksize, j_size, j_trans_max)
+  --oid-map-garbage SEED     fill the objectid map with pseudo-random words
+                             and set its current size to the maximum
+Edits apply in order; paths are resolved in the image as already edited
+(the tree is walked once, before the first edit).
 """
 import struct
 import sys
@@ -100,6 +120,73 @@ class Image:
                 return it
         raise SystemExit("object %r has no item of type %d" % (key, ktype))
 
+    def node_block(self, spec):
+        """Block number of "root", "root/I/J..." (child indexes) or a number."""
+        if spec.isdigit():
+            return int(spec)
+        parts = spec.split("/")
+        if parts[0] != "root":
+            raise SystemExit("node %r: 'root', 'root/I/..' or a block number" % spec)
+        blk = self.root
+        for p in parts[1:]:
+            nr = self.node_nr(blk)
+            if struct.unpack_from("<H", self.d, blk * self.bs)[0] < 2 or int(p) > nr:
+                raise SystemExit("node %r: block %d has no child %s" % (spec, blk, p))
+            blk = struct.unpack_from("<I", self.d, blk * self.bs + 24 + 16 * nr + 8 * int(p))[0]
+        return blk
+
+    def node_nr(self, blk):
+        return struct.unpack_from("<H", self.d, blk * self.bs + 2)[0]
+
+    def set_child(self, node, idx, target):
+        off = node * self.bs
+        level, nr = struct.unpack_from("<HH", self.d, off)
+        if level < 2 or idx > nr:
+            raise SystemExit("block %d is not an internal node with a child %d" % (node, idx))
+        struct.pack_into("<I", self.d, off + 24 + 16 * nr + 8 * idx, target)
+
+    def free_blocks(self, n):
+        """n blocks marked free in the bitmap (one bitmap block assumed per
+        bs*8 blocks, right after the superblock), from the end; marks them used."""
+        count = struct.unpack_from("<I", self.d, SB_OFFSET)[0]
+        per = self.bs * 8
+        sb_block = SB_OFFSET // self.bs
+        out = []
+        for b in range(min(count, len(self.d) // self.bs) - 1, sb_block + 1, -1):
+            bm = (sb_block + 1) * self.bs if b < per else (b // per) * per * self.bs
+            byte = bm + (b % per) // 8
+            if not self.d[byte] & (1 << (b % 8)):
+                self.d[byte] |= 1 << (b % 8)
+                out.append(b)
+                if len(out) == n:
+                    return out
+        raise SystemExit("not enough free blocks for the edit")
+
+    def make_dag(self, levels):
+        if not 1 <= levels <= 4:
+            raise SystemExit("--dag takes 1..4 levels (the tree is at most 5 high)")
+        below = self.leaves[0]
+        nr = (self.bs - 24 - 8) // 24          # keys of a full internal node
+        for level, blk in zip(range(2, levels + 2), self.free_blocks(levels)):
+            off = blk * self.bs
+            self.d[off:off + self.bs] = bytes(self.bs)
+            struct.pack_into("<HHH", self.d, off, level, nr, self.bs - 24 - 16 * nr - 8 * (nr + 1))
+            for k in range(nr):                 # strictly increasing keys
+                struct.pack_into("<IIII", self.d, off + 24 + 16 * k, 2, 1000 + k, 0, 0)
+            for j in range(nr + 1):
+                struct.pack_into("<IH", self.d, off + 24 + 16 * nr + 8 * j, below, self.bs - 24)
+            below = blk
+        struct.pack_into("<I", self.d, SB_OFFSET + 8, below)
+        struct.pack_into("<H", self.d, SB_OFFSET + 68, levels + 2)
+
+
+SB_FIELDS = {
+    "block_count": (0, "<I"), "free_blocks": (4, "<I"), "root": (8, "<I"),
+    "j_size": (20, "<I"), "j_trans_max": (24, "<I"), "blocksize": (44, "<H"),
+    "oid_maxsize": (46, "<H"), "oid_cursize": (48, "<H"), "tree_height": (68, "<H"),
+    "bmap_nr": (70, "<H"),
+}
+
 
 def arg_bytes(s):
     return bytes.fromhex(s[4:]) if s.startswith("hex:") else s.encode("utf-8", "surrogateescape")
@@ -150,10 +237,49 @@ def main(argv):
             data[it[8]:it[8] + len(t)] = t
             set_size(img, key, len(t))
             i += 3
+        elif op == "--key-offset":
+            key, _ = img.resolve(arg_bytes(a[i + 1]))
+            ktype = {"indirect": TYPE_INDIRECT, "direct": TYPE_DIRECT}[a[i + 2]]
+            it = img.item_of(key, ktype)
+            n = int(a[i + 3], 0)
+            ver = struct.unpack_from("<H", data, it[1] + 22)[0]
+            if ver & 0xFFF == 0:
+                struct.pack_into("<I", data, it[1] + 8, n & 0xFFFFFFFF)
+            else:
+                struct.pack_into("<Q", data, it[1] + 8, (n & ((1 << 60) - 1)) | (ktype << 60))
+            i += 4
         elif op == "--size":
             key, _ = img.resolve(arg_bytes(a[i + 1]))
             set_size(img, key, int(a[i + 2], 0))
             i += 3
+        elif op == "--child":
+            node, target = img.node_block(a[i + 1]), img.node_block(a[i + 3])
+            img.set_child(node, int(a[i + 2]), target)
+            i += 4
+        elif op == "--all-children":
+            node, target = img.node_block(a[i + 1]), img.node_block(a[i + 2])
+            for j in range(img.node_nr(node) + 1):
+                img.set_child(node, j, target)
+            i += 3
+        elif op == "--dag":
+            img.make_dag(int(a[i + 1]))
+            i += 2
+        elif op == "--sb-field":
+            name = a[i + 1]
+            if name not in SB_FIELDS:
+                raise SystemExit("--sb-field: unknown field %r (%s)" % (name, ", ".join(SB_FIELDS)))
+            off, fmt = SB_FIELDS[name]
+            struct.pack_into(fmt, data, SB_OFFSET + off, int(a[i + 2], 0))
+            i += 3
+        elif op == "--oid-map-garbage":
+            seed = int(a[i + 1], 0)
+            maxsize = struct.unpack_from("<H", data, SB_OFFSET + 46)[0]
+            x = seed or 1
+            for k in range(maxsize):
+                x = (x * 6364136223846793005 + 1442695040888963407) & ((1 << 64) - 1)
+                struct.pack_into("<I", data, SB_OFFSET + 204 + 4 * k, x >> 32)
+            struct.pack_into("<H", data, SB_OFFSET + 48, maxsize)
+            i += 2
         else:
             raise SystemExit("unknown edit %r" % op)
     with open(argv[2], "wb") as f:
