@@ -68,7 +68,8 @@ static rfs_status check_file_size(struct sem *s, struct rfs_objinfo *o)
 	/* A symlink is exactly its bytes: a size beyond them is wrong too
 	 * (reiserfsck's "too big size"); a regular file may be sparse at the end. */
 	bool wrong = o->body_end > o->size + slack ||
-		     (t == RFS_FT_LNK && o->size > o->body_end);
+		     (t == RFS_FT_LNK && o->size > o->body_end) ||
+		     o->size > rfs_max_file_size(s->c->fs, o->sd_version);   /* no such file */
 	if (wrong &&
 	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size)) {
 		rfs_status st = fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid,
