@@ -125,28 +125,25 @@ static unsigned standing_items(const uint8_t *buf, uint32_t bs, bool *use)
 {
 	struct rfs_block_head bh;
 	rfs_block_head_decode(buf, &bh);
-	unsigned nr = bh.nr_items, kept = 0;
+	unsigned nr = bh.nr_items;
 	if (nr > rfs_leaf_max_items(bs))
 		nr = rfs_leaf_max_items(bs);
 	uint32_t heads_end = RFS_BLKH_SIZE + nr * RFS_IH_SIZE;
-	struct { uint32_t lo, hi; } body[512];
-	unsigned nbody = 0;
-	struct rfs_key last;
-	bool have_last = false;
+	/* 1. items that stand alone (bounds, type, body) */
+	static _Thread_local struct rfs_key key[4096];
+	static _Thread_local uint32_t lo[4096], hi[4096];
+	static _Thread_local int len[4096], prev[4096];
 	for (unsigned i = 0; i < nr; i++) {
 		use[i] = false;
 		struct rfs_item_head ih;
 		rfs_leaf_item_head(buf, (int)i, &ih);
-		uint32_t lo = ih.location, hi = (uint32_t)ih.location + ih.len;
-		if (ih.len == 0 || lo < heads_end || hi > bs || ih.key.type > RFS_TYPE_DIRENTRY ||
+		lo[i] = ih.location;
+		hi[i] = (uint32_t)ih.location + ih.len;
+		key[i] = ih.key;
+		if (ih.len == 0 || lo[i] < heads_end || hi[i] > bs || ih.key.type > RFS_TYPE_DIRENTRY ||
 		    (ih.version & 0x0FFF) > RFS_KEY_V2)
 			continue;
-		bool overlap = false;
-		for (unsigned k = 0; k < nbody && !overlap; k++)
-			overlap = lo < body[k].hi && body[k].lo < hi;
-		if (overlap || (have_last && rfs_key_cmp(&last, &ih.key) >= 0))
-			continue;
-		const uint8_t *b = buf + lo;
+		const uint8_t *b = buf + lo[i];
 		bool ok;
 		switch (ih.key.type) {
 		case RFS_TYPE_STAT:
@@ -159,17 +156,36 @@ static unsigned standing_items(const uint8_t *buf, uint32_t bs, bool *use)
 			     rfs_dir_validate(b, ih.len, ih.free_or_count, NULL, NULL) == RFS_OK;
 			break;
 		}
-		if (!ok)
+		use[i] = ok;
+	}
+	/* 2. bodies must not overlap: of two that do, neither is trusted */
+	for (unsigned i = 0; i < nr; i++)
+		for (unsigned k = i + 1; k < nr && use[i]; k++)
+			if (use[k] && lo[i] < hi[k] && lo[k] < hi[i])
+				use[i] = use[k] = false;
+	/* 3. keys: the longest strictly increasing run of them, so that one
+	 * flipped key drops that item, not every item after it */
+	int best = -1;
+	for (unsigned i = 0; i < nr; i++) {
+		len[i] = 0;
+		prev[i] = -1;
+		if (!use[i])
 			continue;
+		len[i] = 1;
+		for (unsigned k = 0; k < i; k++)
+			if (use[k] && len[k] + 1 > len[i] && rfs_key_cmp(&key[k], &key[i]) < 0) {
+				len[i] = len[k] + 1;
+				prev[i] = (int)k;
+			}
+		if (best < 0 || len[i] > len[best])
+			best = (int)i;
+	}
+	for (unsigned i = 0; i < nr; i++)
+		use[i] = false;
+	unsigned kept = 0;
+	for (int i = best; i >= 0; i = prev[i]) {
 		use[i] = true;
 		kept++;
-		last = ih.key;
-		have_last = true;
-		if (nbody < sizeof(body) / sizeof(body[0])) {
-			body[nbody].lo = lo;
-			body[nbody].hi = hi;
-			nbody++;
-		}
 	}
 	return kept;
 }
