@@ -232,10 +232,13 @@ int cmd_rebuild(int argc, char **argv)
 		return cli_fail("rebuild", &err);
 	}
 	uint64_t data_blocks = 0;
-	if (o.output && rfs_dev_block_count(fs->dev) < fs->sb.block_count) {
+	if (o.output && rfs_dev_block_count(fs->dev) < fs->sb.block_count &&
+	    rfs_dev_block_count(fs->dev) >= fs->sb.block_count / 4) {
 		/* A truncated image: the copy gets its full length (zeros, sparse)
 		 * so the rebuilt volume is whole; what lay beyond the end is lost
-		 * and every pointer there counts as missing data. */
+		 * and every pointer there counts as missing data.  A block count
+		 * more than four times the image is no truncation but a damaged
+		 * field: nothing is extended (a fuzzed 2^32 would ask for 16 TiB). */
 		data_blocks = rfs_dev_block_count(fs->dev);
 		uint64_t want = o.co.offset + (uint64_t)fs->sb.block_count * fs->bs;
 		struct rfs_error ce;
