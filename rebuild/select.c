@@ -137,17 +137,51 @@ static rfs_status decide_data(struct rb_ctx *c, struct rfs_error *err)
 	}
 	sqlite3_finalize(s);
 	/* claimer edges: for each candidate, the leaves whose pointers reach it.
-	 * A pointer run never exceeds one item (< 16384 pointers), which bounds
-	 * the range searched in the claim_first index. */
+	 * One merge of two sorted streams (candidates by block, claim runs by
+	 * first block), keeping the runs that are still open: linear in
+	 * candidates plus runs.  Runs rarely overlap (a block claimed twice), so
+	 * the open list stays short. */
 	sqlite3_stmt *q = NULL;
 	if (!st)
-		st = rfs_index_prepare(c->ix,
-			"SELECT DISTINCT block FROM claim WHERE first <= ?1 AND first > ?1 - 16384"
-			" AND first + count > ?1", &q, err);
+		st = rfs_index_prepare(c->ix, "SELECT first, count, block FROM claim ORDER BY first", &q,
+				       err);
+	struct open_run { uint64_t end, claimer; } *open = NULL;
+	size_t nopen = 0, ocap = 0;
+	bool have_row = !st && sqlite3_step(q) == SQLITE_ROW;
 	for (size_t i = 0; !st && i < n; i++) {
+		uint64_t b = v[i].block;
+		while (have_row && (uint64_t)sqlite3_column_int64(q, 0) <= b) {
+			uint64_t first = (uint64_t)sqlite3_column_int64(q, 0);
+			uint64_t cnt = (uint64_t)sqlite3_column_int64(q, 1);
+			if (first + cnt > b) {
+				if (nopen == ocap) {
+					size_t nc = ocap ? 2 * ocap : 64;
+					struct open_run *w = realloc(open, nc * sizeof(*w));
+					if (!w) {
+						st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "claims");
+						break;
+					}
+					open = w;
+					ocap = nc;
+				}
+				open[nopen++] = (struct open_run){ first + cnt,
+								   (uint64_t)sqlite3_column_int64(q, 2) };
+			}
+			have_row = sqlite3_step(q) == SQLITE_ROW;
+		}
+		/* runs that ended before b are done for every later candidate */
+		size_t k = 0;
+		for (size_t m = 0; m < nopen; m++)
+			if (open[m].end > b)
+				open[k++] = open[m];
+		nopen = k;
 		v[i].first_claim = (uint32_t)ne;
-		sqlite3_bind_int64(q, 1, (sqlite3_int64)v[i].block);
-		while (!st && sqlite3_step(q) == SQLITE_ROW) {
+		for (size_t m = 0; !st && m < nopen; m++) {
+			bool dup = false;
+			for (size_t x = v[i].first_claim; x < ne && !dup; x++)
+				dup = edges[x] == open[m].claimer;
+			if (dup)
+				continue;
 			if (ne == ecap) {
 				size_t nc = ecap ? 2 * ecap : 1024;
 				uint64_t *w = realloc(edges, nc * sizeof(*edges));
@@ -158,11 +192,11 @@ static rfs_status decide_data(struct rb_ctx *c, struct rfs_error *err)
 				edges = w;
 				ecap = nc;
 			}
-			edges[ne++] = (uint64_t)sqlite3_column_int64(q, 0);
+			edges[ne++] = open[m].claimer;
 		}
-		sqlite3_reset(q);
 		v[i].n_claims = (uint32_t)(ne - v[i].first_claim);
 	}
+	free(open);
 	sqlite3_finalize(q);
 	/* nested first: their own pointers use the inner numbering */
 	for (size_t i = 0; !st && i < n; i++)
