@@ -24,6 +24,22 @@
  *       Create NFILES small files with sizes in [MINSIZE,MAXSIZE] under DIR,
  *       PERDIR files per sub-directory (dNNNN/fNNNNN), content "text" kind.
  *       Fast way to grow a tree of height >= 4 without forking per file.
+ *   mkbench ROOT SEED NFILES NDIRS MAXDEPTH NLARGE LARGEMIB SAMPLE
+ *       Benchmark volumes (build-bench-images.py): NDIRS directories nested up
+ *       to MAXDEPTH below ROOT, NFILES files created in bursts into random
+ *       directories (sizes: 70% 0-4 KiB, 29% 4-32 KiB, 1% 32 KiB-1 MiB,
+ *       log-uniform; names of 6..40 bytes), NLARGE sparse large files of up to
+ *       LARGEMIB MiB apparent size with 4 written extents each, then 2% of
+ *       the small files deleted.  Content: fast xorshift64* words seeded per
+ *       file.  Prints about SAMPLE surviving files as "path<TAB>size<TAB>sha256"
+ *       (hash of the bytes written, computed while writing), each large file
+ *       as "path<TAB>size<TAB>-" plus one "path#OFF+LEN<TAB>LEN<TAB>sha256" line
+ *       per written extent, on stdout, and a summary on stderr.
+ *   sumlist LIST
+ *       For each "path<TAB>..." line of LIST: read path through the kernel and
+ *       print "path<TAB>size<TAB>sha256" (sha256 "ERROR" if unreadable).
+ *       "path#OFF+LEN" lines hash LEN bytes at OFF (extents of large sparse
+ *       files); lines whose expected hash is "-" are only stat()ed.
  *
  * All output is plain data; no randomness other than the seeded generator.
  */
@@ -338,6 +354,250 @@ static int cmd_mkfiles(const char *dir, long n, long perdir, uint64_t seed, long
     return 0;
 }
 
+
+/* ---------------- benchmark volumes (mkbench, sumlist) ---------------- */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x ? x : 1;
+}
+
+/* write len bytes of the fast stream of seed at the current position of fd;
+   hash them into c when c != NULL */
+static int fast_write(int fd, uint64_t seed, uint64_t len, sha256_ctx *c)
+{
+    static uint64_t wbuf[8192];
+    uint64_t s = mix64(seed);
+    while (len) {
+        size_t k = len > sizeof wbuf ? sizeof wbuf : (size_t)len, i;
+        for (i = 0; i < (k + 7) / 8; i++) {
+            s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+            wbuf[i] = s * 0x2545F4914F6CDD1DULL;
+        }
+        if (c) sha256_update(c, (unsigned char *)wbuf, k);
+        if (write_all(fd, (unsigned char *)wbuf, k)) return -1;
+        len -= k;
+    }
+    return 0;
+}
+
+/* 2^x for x >= 0 without libm (quadratic fit of 2^frac, within 0.3%) */
+static double pow2f_(double x)
+{
+    int ip = (int)x;
+    double fr = x - ip;
+    return (double)(1UL << ip) * (1.0 + fr * (0.6565 + 0.3435 * fr));
+}
+
+static const char *name_words[] = {"report", "img", "data", "log", "cache", "src", "notes", "backup",
+                                   "thumb", "index", "mail", "draft", "config", "photo", "track", "build"};
+static const char *name_exts[] = {".txt", ".jpg", ".c", ".h", ".dat", "", ".html", ".json", ".gz", ".md"};
+
+static int cmd_mkbench(const char *root, uint64_t seed, long nfiles, long ndirs, int maxdepth,
+                       long nlarge, uint64_t largemib, long nsample)
+{
+    gen_t r;
+    long i, made = 0, deleted = 0, sampled = 0;
+    char path[8192];
+    int *depth = calloc((size_t)ndirs, sizeof *depth);
+    char **dpath = calloc((size_t)ndirs, sizeof *dpath);
+    long *fsize = calloc((size_t)nfiles, sizeof *fsize);
+    int *fdir = calloc((size_t)nfiles, sizeof *fdir);
+    unsigned char *fsamp = calloc((size_t)nfiles, 1);
+    char (*fsha)[65] = NULL;
+    uint64_t bytes = 0, maxd = 0;
+    long every = nsample > 0 ? (nfiles / nsample > 0 ? nfiles / nsample : 1) : 0;
+    if (!depth || !dpath || !fsize || !fdir || !fsamp) { perror("calloc"); return 2; }
+    if (every) fsha = calloc((size_t)(nfiles / every + 2), sizeof *fsha);
+    gen_init(&r, seed, 0);
+    /* directories: a random recursive tree, capped at maxdepth */
+    dpath[0] = strdup(root);
+    depth[0] = 0;
+    for (i = 1; i < ndirs; i++) {
+        long p = (long)(xs(&r) % (uint64_t)i);
+        int w = (int)(xs(&r) % 16);
+        while (depth[p] >= maxdepth) p = 0 + (long)(xs(&r) % (uint64_t)i);
+        snprintf(path, sizeof path, "%s/%s_%ld", dpath[p], name_words[w], i);
+        if (mkdir(path, 0755)) { perror(path); return 2; }
+        dpath[i] = strdup(path);
+        depth[i] = depth[p] + 1;
+        if ((uint64_t)depth[i] > maxd) maxd = (uint64_t)depth[i];
+    }
+    /* files in bursts of 1..64 into one random directory */
+    i = 0;
+    while (i < nfiles) {
+        long d = 1 + (long)(xs(&r) % (uint64_t)(ndirs - 1 > 0 ? ndirs - 1 : 1));
+        long burst = 1 + (long)(xs(&r) % 64);
+        if (ndirs == 1) d = 0;
+        for (; burst && i < nfiles; burst--, i++) {
+            uint64_t u = xs(&r) % 1000, sz;
+            double f = (double)(xs(&r) >> 11) / 9007199254740992.0;
+            int fd, w = (int)(xs(&r) % 16), e = (int)(xs(&r) % 10), pad = (int)(xs(&r) % 24);
+            sha256_ctx c;
+            if (u < 700) sz = (uint64_t)(4096.0 * f * f);             /* 0..4 KiB, skewed small */
+            else if (u < 990) sz = (uint64_t)(4096.0 * pow2f_(3.0 * f));   /* 4..32 KiB */
+            else sz = (uint64_t)(32768.0 * pow2f_(5.0 * f));               /* 32 KiB..1 MiB */
+            snprintf(path, sizeof path, "%s/%s%.*s_%07ld%s", dpath[d], name_words[w], pad,
+                     "abcdefghijklmnopqrstuvwx", i, name_exts[e]);
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) { perror(path); return 2; }
+            fsize[i] = (long)sz;
+            fdir[i] = (int)d;
+            fsamp[i] = every && (i % every) == every / 2;
+            sha256_init(&c);
+            if (fast_write(fd, seed * 1000003ULL + (uint64_t)i, sz, fsamp[i] ? &c : NULL)) {
+                perror(path); return 2;
+            }
+            if (fsamp[i]) sha256_final(&c, fsha[i / every]);
+            if (close(fd)) { perror(path); return 2; }
+            bytes += sz;
+            made++;
+            if (made % 50000 == 0) fprintf(stderr, "mkbench: %ld files, %llu MiB\n", made,
+                                           (unsigned long long)(bytes >> 20));
+        }
+    }
+    /* large sparse files: 4 extents of 1..8 MiB, one per quarter */
+    for (i = 0; i < nlarge; i++) {
+        uint64_t apparent = ((uint64_t)largemib << 20) / 2 + (xs(&r) % (((uint64_t)largemib << 20) / 2 + 1));
+        int k, fd;
+        apparent &= ~4095ULL;
+        snprintf(path, sizeof path, "%s/large_%ld.img", dpath[(long)(xs(&r) % (uint64_t)ndirs)], i);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) { perror(path); return 2; }
+        for (k = 0; k < 4; k++) {
+            /* extent k lies in the k-th quarter (no overlaps); the last one ends the file */
+            uint64_t slot = (apparent / 4) & ~4095ULL;
+            uint64_t len = (1 + xs(&r) % 8) << 20;
+            uint64_t off;
+            if (len > slot) len = slot;
+            off = k == 3 ? apparent - len : (uint64_t)k * slot + ((xs(&r) % (slot - len + 1)) & ~4095ULL);
+            sha256_ctx c;
+            char hx[65];
+            sha256_init(&c);
+            if (lseek(fd, (off_t)off, SEEK_SET) < 0 || fast_write(fd, seed ^ (0x5151ULL + (uint64_t)i * 4 + (uint64_t)k), len, &c)) {
+                perror(path); return 2;
+            }
+            sha256_final(&c, hx);
+            /* one sample line per written extent: PATH#OFFSET+LENGTH */
+            printf("%s#%llu+%llu\t%llu\t%s\n", path, (unsigned long long)off, (unsigned long long)len,
+                   (unsigned long long)len, hx);
+            bytes += len;
+        }
+        if (close(fd)) { perror(path); return 2; }
+        printf("%s\t%llu\t-\n", path, (unsigned long long)apparent);
+    }
+    /* delete 2% of the small files (never a sampled one) */
+    for (i = 0; i < nfiles; i++) {
+        if (fsamp[i] || fsize[i] >= 4096 || mix64(seed + (uint64_t)i) % 50) continue;
+        /* rebuild the name: same sequence is not replayable, so keep names short: re-derive */
+        fsize[i] = -1;
+    }
+    {   /* names are not stored: walk each directory and unlink marked indexes */
+        long dd;
+        for (dd = 0; dd < ndirs; dd++) {
+            DIR *dir = opendir(dpath[dd]);
+            struct dirent *de;
+            if (!dir) continue;
+            while ((de = readdir(dir))) {
+                const char *us = strrchr(de->d_name, '_');
+                long idx;
+                if (!us || strlen(us) < 8 || !strncmp(de->d_name, "large_", 6)) continue;
+                idx = strtol(us + 1, NULL, 10);
+                if (idx >= 0 && idx < nfiles && fsize[idx] == -1 && fdir[idx] == (int)dd) {
+                    snprintf(path, sizeof path, "%s/%s", dpath[dd], de->d_name);
+                    if (unlink(path) == 0) { deleted++; fsize[idx] = -2; }
+                }
+            }
+            closedir(dir);
+        }
+    }
+    /* the sample: re-derive each sampled name by scanning its directory */
+    if (every) {
+        long dd;
+        for (dd = 0; dd < ndirs; dd++) {
+            DIR *dir = opendir(dpath[dd]);
+            struct dirent *de;
+            if (!dir) continue;
+            while ((de = readdir(dir))) {
+                const char *us = strrchr(de->d_name, '_');
+                long idx;
+                if (!us || strlen(us) < 8 || !strncmp(de->d_name, "large_", 6)) continue;
+                idx = strtol(us + 1, NULL, 10);
+                if (idx >= 0 && idx < nfiles && fsamp[idx] && fdir[idx] == (int)dd) {
+                    printf("%s/%s\t%ld\t%s\n", dpath[dd], de->d_name, fsize[idx], fsha[idx / every]);
+                    sampled++;
+                }
+            }
+            closedir(dir);
+        }
+    }
+    fflush(stdout);
+    fprintf(stderr, "mkbench: dirs %ld maxdepth %llu files %ld deleted %ld large %ld bytes %llu sampled %ld\n",
+            ndirs, (unsigned long long)maxd, made, deleted, nlarge, (unsigned long long)bytes, sampled);
+    return 0;
+}
+
+static int cmd_sumlist(const char *list)
+{
+    FILE *f = fopen(list, "r");
+    char line[16384];
+    static unsigned char buf[65536];
+    int bad = 0;
+    if (!f) { perror(list); return 2; }
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t'), sha[65];
+        struct stat st;
+        int fd;
+        ssize_t n;
+        sha256_ctx c;
+        if (!tab) continue;
+        *tab = 0;
+        if (!strcmp(tab + 1 + strcspn(tab + 1, "\t"), "\t-\n")) {
+            /* expected hash "-": size only (large sparse files) */
+            if (stat(line, &st)) { printf("%s\t-1\tERROR\n", line); bad++; }
+            else printf("%s\t%lld\t-\n", line, (long long)st.st_size);
+            continue;
+        }
+        {   /* PATH#OFFSET+LENGTH: hash one extent of a large file */
+            char *hash = strrchr(line, '#');
+            unsigned long long off, len;
+            if (hash && sscanf(hash + 1, "%llu+%llu", &off, &len) == 2) {
+                *hash = 0;
+                fd = open(line, O_RDONLY);
+                *hash = '#';
+                if (fd < 0) { printf("%s\t-1\tERROR\n", line); bad++; continue; }
+                sha256_init(&c);
+                n = 0;
+                while (len) {
+                    size_t k = len > sizeof buf ? sizeof buf : (size_t)len;
+                    n = pread(fd, buf, k, (off_t)off);
+                    if (n <= 0) break;
+                    sha256_update(&c, buf, (size_t)n);
+                    off += (unsigned long long)n;
+                    len -= (unsigned long long)n;
+                }
+                close(fd);
+                if (len) { strcpy(sha, "ERROR"); bad++; } else sha256_final(&c, sha);
+                printf("%s\t%lld\t%s\n", line, (long long)(n < 0 ? -1 : (long long)strtoull(strchr(hash, '+') + 1, NULL, 10)), sha);
+                continue;
+            }
+        }
+        fd = open(line, O_RDONLY);
+        if (fd < 0 || fstat(fd, &st)) { printf("%s\t-1\tERROR\n", line); bad++; if (fd >= 0) close(fd); continue; }
+        if (st.st_size > (off_t)HASH_LIMIT) { printf("%s\t%lld\tSKIPPED_TOO_LARGE\n", line, (long long)st.st_size); close(fd); continue; }
+        sha256_init(&c);
+        while ((n = read(fd, buf, sizeof buf)) > 0) sha256_update(&c, buf, (size_t)n);
+        if (n < 0) { strcpy(sha, "ERROR"); bad++; } else sha256_final(&c, sha);
+        close(fd);
+        printf("%s\t%lld\t%s\n", line, (long long)st.st_size, sha);
+    }
+    fclose(f);
+    fflush(stdout);
+    return bad ? 1 : 0;
+}
+
 static uint64_t num(const char *s) { return strtoull(s, NULL, 0); }
 
 int main(int argc, char **argv)
@@ -350,6 +610,10 @@ int main(int argc, char **argv)
     if (argc == 8 && !strcmp(argv[1], "mkfiles"))
         return cmd_mkfiles(argv[2], (long)num(argv[3]), (long)num(argv[4]), num(argv[5]),
                            (long)num(argv[6]), (long)num(argv[7]));
+    if (argc == 10 && !strcmp(argv[1], "mkbench"))
+        return cmd_mkbench(argv[2], num(argv[3]), (long)num(argv[4]), (long)num(argv[5]), (int)num(argv[6]),
+                           (long)num(argv[7]), num(argv[8]), (long)num(argv[9]));
+    if (argc == 3 && !strcmp(argv[1], "sumlist")) return cmd_sumlist(argv[2]);
     fprintf(stderr, "usage: guesthelper manifest ROOT | gen SEED SIZE KIND | "
                     "writeat FILE OFF LEN SEED KIND | mkfiles DIR N PERDIR SEED MIN MAX\n");
     return 2;

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""bigbench.py RFSCK RESULTS.json IMAGE.img... - the large-volume benchmarks.
+
+For each image (built and verified by corpus/tools/build-bench-images.py; its
+facts come from IMAGE's .json next to it), in the same run, page cache dropped
+before every timed run (`echo 3 > /proc/sys/vm/drop_caches`; "hot" is recorded
+if that is not allowed):
+  read        cat IMAGE > /dev/null                       (the physical limit)
+  check       rfsck check -q IMAGE
+  fsck        reiserfsck --check --yes COPY                (sparse copy, reused)
+  dry         rfsck rebuild --dry-run -q --progress --json --index DB IMAGE
+              (fresh DB each run; the scan phase's time comes from the last
+              progress line: blocks done / rate)
+  rebuild     rfsck rebuild --yes --no-undo -q --progress --json --output NEW RB
+              RB = sparse copy with the root node zeroed (damage.py zero-root)
+  rtree       reiserfsck --rebuild-tree on a fresh sparse copy of RB ("Yes" on stdin)
+  salvage     rfsck salvage -q IMAGE OUTDIR
+Small steps (read, check, fsck): median of BENCH_RUNS (3) runs.  Heavy
+steps (dry, rebuild, rtree, salvage: minutes each): BENCH_HEAVY_RUNS runs
+(default 3 below 8 GiB, 1 above).  Peak RSS of each: GNU time %M (max over the runs).
+Scratch: $BENCH_SCRATCH (default next to the image); removed at the end.
+Writes RESULTS.json (every number) and prints nothing else of note.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(TOP, "corpus", "tools"))
+import rcorpus  # noqa: E402
+
+MEASURE = os.path.join(HERE, "measure.py")
+
+
+def log(*a):
+    print("bigbench:", *a, file=sys.stderr, flush=True)
+
+
+def measure(n, cmd, drop=True, pre=None, stdout=None, stderr=None, inp=None, stderr_ts=None):
+    args = [sys.executable, MEASURE, "--all"]
+    if drop:
+        args.append("--drop")
+    if pre:
+        args += ["--pre", pre]
+    if stdout:
+        args += ["--stdout", stdout]
+    if stderr:
+        args += ["--stderr", stderr]
+    if stderr_ts:
+        args += ["--stderr-ts", stderr_ts]
+    if inp:
+        args += ["--input", inp]
+    t0 = time.time()
+    out = subprocess.run(args + [str(n)] + cmd, capture_output=True, text=True, check=True).stdout.split()
+    r = {"seconds": float(out[0]), "peak_kib": int(out[1]), "exit": int(out[2]), "runs": n}
+    if drop:
+        r["cache"] = out[3]
+    r["all"] = [float(x) for x in out[-1].split(",")]
+    log("  %-8s median %.2f s (%s), peak %d MiB, exit %d  [%.0f s wall]" %
+        (cmd[0].split("/")[-1] + " " + (cmd[1] if len(cmd) > 1 else ""), r["seconds"],
+         ", ".join("%.2f" % x for x in r["all"]), r["peak_kib"] // 1024, r["exit"], time.time() - t0))
+    return r
+
+
+def scan_seconds(progress_file):
+    """Time of the scan phase from timestamped progress output (measure.py
+    --stderr-ts): the last 'scan: done/total blocks (..%), RATE blocks/s'
+    line says the phase began done/RATE seconds before it arrived; the phase
+    ended when the line was cleared (the next chunk after it)."""
+    try:
+        with open(progress_file, errors="replace") as f:
+            chunks = [json.loads(ln) for ln in f if ln.strip()]
+    except (OSError, ValueError):
+        return None
+    last, t_last, t_end = None, None, None
+    for t, text in chunks:
+        ms = list(re.finditer(r"scan: (\d+)/(\d+) blocks \([\d.]+%\), (\d+) blocks/s", text))
+        if ms:
+            last, t_last, t_end = ms[-1], t, None
+            rest = text[ms[-1].end():]
+            if "\r" in rest:  # the clearing "\r   ...   \r" came in the same chunk
+                t_end = t
+        elif last is not None and t_end is None:
+            t_end = t
+    if not last:
+        return None
+    done, total, rate = int(last.group(1)), int(last.group(2)), int(last.group(3))
+    if not rate:
+        return None
+    start = t_last - done / rate
+    end = t_end if t_end is not None else t_last
+    return {"seconds": round(end - start, 3), "start": round(start, 3), "end": round(end, 3),
+            "last_done": done, "total": total}
+
+
+def sparse_copy(src, dst):
+    if os.path.exists(dst):
+        os.remove(dst)
+    t0 = time.time()
+    subprocess.run(["cp", "--sparse=always", src, dst], check=True)
+    return time.time() - t0
+
+
+def zero_root(path):
+    """damage.py zero-root, in place on an existing (sparse) copy."""
+    fs = rcorpus.Fs(path)
+    with open(path, "r+b") as f:
+        f.seek(fs.root_block * fs.blocksize)
+        f.write(b"\0" * fs.blocksize)
+    return {"recipe": "zero-root", "blocks_zeroed": [fs.root_block], "tree_height": fs.tree_height}
+
+
+def load_json(p):
+    try:
+        with open(p) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def bench_image(rfsck, img, runs, heavy, scratch):
+    meta = load_json(os.path.splitext(img)[0] + ".json") or {}
+    fs = rcorpus.Fs(img)
+    st = os.stat(img)
+    res = {"image": os.path.basename(img), "bytes": st.st_size, "allocated": st.st_blocks * 512,
+           "blocks": fs.block_count, "blocksize": fs.blocksize, "tree_height": fs.tree_height,
+           "meta": {k: meta.get(k) for k in ("files", "dirs", "large", "kernel_release", "built",
+                                              "build_seconds_guest", "total_seconds", "verified",
+                                              "kernel_readback", "reiserfsck_check")},
+           "runs": runs, "heavy_runs": heavy}
+    summ = (meta.get("reiserfsck_check") or {}).get("summary") or {}
+    res["leaves"] = summ.get("Leaves")
+    res["files"] = summ.get("Other files")
+    res["dirs"] = summ.get("Directories")
+    os.makedirs(scratch, exist_ok=True)
+    w = lambda n: os.path.join(scratch, n)  # noqa: E731
+    log("%s: %d MiB, %d allocated, %d blocks" % (res["image"], st.st_size >> 20, res["allocated"] >> 20,
+                                                fs.block_count))
+    res["read"] = measure(runs, ["sh", "-c", "cat \"$0\" > /dev/null", img])
+    res["check"] = measure(runs, [rfsck, "check", "-q", img])
+    res["copy_seconds"] = sparse_copy(img, w("fsck.img"))
+    res["fsck"] = measure(runs, ["reiserfsck", "--check", "--yes", w("fsck.img")])
+    os.remove(w("fsck.img"))
+    db = w("index.db")
+    res["dry"] = measure(heavy, [rfsck, "rebuild", "--dry-run", "-q", "--progress", "--json", "--index", db, img],
+                         pre="rm -f '%s' '%s-wal' '%s-shm' '%s-journal'" % (db, db, db, db),
+                         stdout=w("dry.json"), stderr_ts=w("dry.progress"))
+    dj = load_json(w("dry.json")) or {}
+    res["dry_report"] = {k: dj.get(k) for k in ("scan", "leaves", "objects", "tree", "hash", "conflicts")}
+    res["index_bytes"] = sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
+    cand = (dj.get("scan") or {}).get("candidates") or 0
+    res["index_bytes_per_candidate"] = res["index_bytes"] / cand if cand else None
+    res["dry_scan"] = scan_seconds(w("dry.progress"))
+    for s in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(db + s):
+            os.remove(db + s)
+    # the real rebuild, on a copy with the root node zeroed
+    rb = w("zeroroot.img")
+    res["zeroroot_copy_seconds"] = sparse_copy(img, rb)
+    res["damage"] = zero_root(rb)
+    new = w("rebuilt.img")
+    res["rebuild"] = measure(heavy, [rfsck, "rebuild", "--yes", "--no-undo", "-q", "--progress", "--json",
+                                     "--output", new, rb],
+                             pre="rm -f '%s'" % new, stdout=w("rebuild.json"), stderr_ts=w("rebuild.progress"))
+    rj = load_json(w("rebuild.json")) or {}
+    res["rebuild_report"] = {k: rj.get(k) for k in ("scan", "leaves", "objects", "tree", "conflicts",
+                                                    "repairs_after_build", "blocks_written", "check_after")}
+    res["rebuild_scan"] = scan_seconds(w("rebuild.progress"))
+    if os.path.exists(new):
+        t0 = time.time()
+        p = subprocess.run([rfsck, "check", "-q", new], capture_output=True)
+        res["rebuilt_check"] = {"exit": p.returncode, "seconds": round(time.time() - t0, 1)}
+        res["rebuilt_allocated"] = os.stat(new).st_blocks * 512
+        os.remove(new)
+    rt = w("rtree.img")
+    res["rtree"] = measure(heavy, ["reiserfsck", "--rebuild-tree", "-l", w("rtree.log"), rt],
+                           pre="cp --sparse=always '%s' '%s'" % (rb, rt), inp="Yes\\n",
+                           stderr=w("rtree.err"))
+    txt = ""
+    for lf in (w("rtree.err"), w("rtree.log")):
+        if os.path.exists(lf):
+            with open(lf, errors="replace") as f:
+                txt += re.sub(r".\x08", "", f.read())
+    res["rtree_summary"] = {k: int(m.group(1)) for k, rx in (("leaves", r"Leaves among those (\d+)"),
+                                                             ("files", r"Files found: (\d+)"),
+                                                             ("dirs", r"Directories found: (\d+)"))
+                            for m in [re.search(rx, txt)] if m}
+    for p in (rt, rb):
+        if os.path.exists(p):
+            os.remove(p)
+    out = w("salvage")
+    res["salvage"] = measure(heavy, [rfsck, "salvage", "-q", img, out], pre="rm -rf '%s'" % out)
+    rep = load_json(os.path.join(out, "report.json")) or {}
+    res["salvage_report"] = {k: v for k, v in rep.items() if isinstance(v, (int, float, str))}
+    shutil.rmtree(out, ignore_errors=True)
+    return res
+
+
+def main():
+    rfsck, results = sys.argv[1], sys.argv[2]
+    imgs = sys.argv[3:]
+    runs = int(os.environ.get("BENCH_RUNS", "3"))
+    allres = []
+    for img in imgs:
+        big = os.path.getsize(img) > (8 << 30)
+        heavy = int(os.environ.get("BENCH_HEAVY_RUNS", "1" if big else "3"))
+        scratch = os.environ.get("BENCH_SCRATCH") or os.path.join(os.path.dirname(os.path.abspath(img)),
+                                                                   "scratch")
+        t0 = time.time()
+        r = bench_image(os.path.abspath(rfsck), img, runs, heavy, scratch)
+        r["wall_seconds"] = round(time.time() - t0, 1)
+        allres.append(r)
+        shutil.rmtree(scratch, ignore_errors=True)
+        with open(results, "w") as f:
+            json.dump(allres, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""report.py RESULTS.json - markdown tables of bigbench.py's results: the
+images, the steps side by side with reiserfsck, the growth from the smallest
+to the largest image, and the issue's targets (met / missed, by how much),
+evaluated on the largest image."""
+import json
+import sys
+
+MiB = 1 << 20
+
+
+def fmt_t(r, all_runs=False):
+    if not r:
+        return "n/a"
+    s = "%.1f s" % r["seconds"] if r["seconds"] >= 10 else "%.2f s" % r["seconds"]
+    if all_runs and len(r.get("all", [])) > 1:
+        s += " (" + ", ".join("%.1f" % x for x in r["all"]) + ")"
+    return s
+
+
+def rss(r):
+    return "%d MiB" % round(r["peak_kib"] / 1024) if r else "n/a"
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def runs_note(r):
+    return "%d" % r["runs"] + ("" if r.get("cache", "cold") == "cold" else " hot")
+
+
+def main():
+    res = json.load(open(sys.argv[1]))
+    if not res:
+        return 0
+    res.sort(key=lambda r: r["bytes"])
+    out = []
+    p = out.append
+    p("### Images")
+    p("")
+    p("| image | size | on disk | blocks (4 KiB) | used blocks | leaves | files | dirs | tree height | built in the guest | kernel read-back | reiserfsck --check |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in res:
+        m = r["meta"]
+        kr = m.get("kernel_readback") or {}
+        ck = m.get("reiserfsck_check") or {}
+        used = r["dry_report"]["scan"]["blocks_scanned"] if r.get("dry_report", {}).get("scan") else None
+        p("| %s | %s | %.1f GiB | %d | %s | %s | %s | %s | %d | %s | %s | %s |" % (
+            r["image"], "%d GiB" % (r["bytes"] >> 30) if r["bytes"] >= 1 << 30 else "%d MiB" % (r["bytes"] >> 20), r["allocated"] / (1 << 30), r["blocks"],
+            used if used is not None else "?", r.get("leaves"), r.get("files"), r.get("dirs"),
+            r["tree_height"], "%.0f s" % m["build_seconds_guest"] if m.get("build_seconds_guest") else "?",
+            "%d/%d match" % (kr.get("match", 0), kr.get("sampled", 0)) if kr else "?",
+            "exit %s%s" % (ck.get("exit"), ", no corruptions" if ck.get("no_corruptions") else "") if ck else "?"))
+    p("")
+    p("### Times and peak memory")
+    p("")
+    p("Wall time: median of the runs (every run in brackets); peak resident memory: GNU time, max over "
+      "the runs.  The page cache of this VM is dropped before every run, but the hypervisor below still "
+      "caches the virtual disk, so \"cold\" times vary a lot (see the sequential reads).  "
+      "Ratio = rfsck / reiserfsck, or / the sequential read.")
+    p("")
+    p("| image | step | runs | time | peak RSS | ratio |")
+    p("| --- | --- | --- | --- | --- | --- |")
+    for r in res:
+        im = r["image"]
+        rd = r["read"]["seconds"]
+        rows = [
+            ("sequential read (`cat IMAGE`)", r["read"], "1.00 (limit)"),
+            ("`rfsck check -q`", r["check"], "%.2f of reiserfsck, %.2f x read" % (
+                ratio(r["check"]["seconds"], r["fsck"]["seconds"]), ratio(r["check"]["seconds"], rd))),
+            ("`reiserfsck --check --yes` (copy)", r["fsck"], "%.2f x read" % ratio(r["fsck"]["seconds"], rd)),
+            ("`rfsck rebuild --dry-run --index DB`", r["dry"], "%.2f x read" % ratio(r["dry"]["seconds"], rd)),
+            ("`rfsck rebuild --yes --output NEW` (root zeroed)", r["rebuild"], "%.2f of rebuild-tree, %.2f x read" % (
+                ratio(r["rebuild"]["seconds"], r["rtree"]["seconds"]), ratio(r["rebuild"]["seconds"], rd))),
+            ("`reiserfsck --rebuild-tree` (same damage)", r["rtree"], "%.2f x read" % ratio(r["rtree"]["seconds"], rd)),
+            ("`rfsck salvage -q IMAGE DIR`", r["salvage"], "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
+        ]
+        for name, x, rt in rows:
+            p("| %s | %s | %s | %s | %s | %s |" % (im, name, runs_note(x), fmt_t(x, True), rss(x), rt))
+    p("")
+    p("Exit codes: " + "; ".join(
+        "%s: check %d, reiserfsck --check %d, dry run %d, rebuild %d (result: `rfsck check` exit %s, "
+        "check_after %s), rebuild-tree %d, salvage %d" % (
+            r["image"], r["check"]["exit"], r["fsck"]["exit"], r["dry"]["exit"], r["rebuild"]["exit"],
+            (r.get("rebuilt_check") or {}).get("exit"), (r.get("rebuild_report") or {}).get("check_after"),
+            r["rtree"]["exit"], r["salvage"]["exit"]) for r in res) + ".")
+    p("")
+    p("### Scan and index")
+    p("")
+    p("| image | blocks scanned (mode) | leaf candidates | scan time (dry run) | scan rate | sequential read rate (on-disk bytes / read time) | scan / read rate | index size | index bytes per candidate leaf | rebuild: objects by name / lost+found | rebuild-tree: files / dirs |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in res:
+        sc = r["dry_report"]["scan"]
+        ss = r.get("dry_scan") or {}
+        scan_rate = sc["blocks_scanned"] * r["blocksize"] / ss["seconds"] if ss.get("seconds") else None
+        read_rate = r["allocated"] / r["read"]["seconds"]
+        r["_scan_rate"], r["_read_rate"] = scan_rate, read_rate
+        ob = (r.get("rebuild_report") or {}).get("objects") or {}
+        rt = r.get("rtree_summary") or {}
+        p("| %s | %d (%s) | %d | %s | %s | %.0f MiB/s | %s | %.1f MiB | %s | %s / %s | %s / %s |" % (
+            r["image"], sc["blocks_scanned"], sc["mode"], sc["candidates"],
+            "%.1f s" % ss["seconds"] if ss.get("seconds") else "n/a",
+            "%.0f MiB/s" % (scan_rate / MiB) if scan_rate else "n/a", read_rate / MiB,
+            "%.2f" % (scan_rate / read_rate) if scan_rate else "n/a", r["index_bytes"] / MiB,
+            "%.0f" % r["index_bytes_per_candidate"] if r.get("index_bytes_per_candidate") else "n/a",
+            ob.get("by_name"), ob.get("lost_found"), rt.get("files"), rt.get("dirs")))
+    p("")
+    if len(res) >= 2:
+        a, b = res[0], res[-1]
+        p("### Growth %s -> %s" % (a["image"], b["image"]))
+        p("")
+        ub_a = a["dry_report"]["scan"]["blocks_scanned"]
+        ub_b = b["dry_report"]["scan"]["blocks_scanned"]
+        p("Volume x%.1f (blocks), used blocks x%.2f, leaves x%.2f, files x%.2f.  Per-block figures: "
+          "time / volume blocks and time / used blocks; memory / volume blocks." % (
+              b["blocks"] / a["blocks"], ub_b / ub_a, ratio(b["leaves"] or 0, a["leaves"] or 0),
+              ratio(b["files"] or 0, a["files"] or 0)))
+        p("")
+        p("| step | time %s | time %s | time growth | us per used block (%s -> %s) | peak RSS growth | RSS bytes per volume block (%s -> %s) |" % (
+            a["image"], b["image"], a["image"], b["image"], a["image"], b["image"]))
+        p("| --- | --- | --- | --- | --- | --- | --- |")
+        for key, name in (("read", "sequential read"), ("check", "rfsck check"), ("fsck", "reiserfsck --check"),
+                          ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild --output"),
+                          ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage")):
+            x, y = a[key], b[key]
+            p("| %s | %s | %s | x%.2f | %.1f -> %.1f | x%.2f | %.2f -> %.2f |" % (
+                name, fmt_t(x), fmt_t(y), ratio(y["seconds"], x["seconds"]),
+                1e6 * x["seconds"] / ub_a, 1e6 * y["seconds"] / ub_b,
+                ratio(y["peak_kib"], x["peak_kib"]), x["peak_kib"] * 1024 / a["blocks"],
+                y["peak_kib"] * 1024 / b["blocks"]))
+        p("")
+    # targets on the largest image
+    b = res[-1]
+    p("### Targets (on %s, one run of this bench)" % b["image"])
+    p("")
+    p("| target | measured | met? |")
+    p("| --- | --- | --- |")
+    if b.get("_scan_rate"):
+        q = b["_scan_rate"] / b["_read_rate"]
+        p("| rebuild scan throughput >= 80%% of the sequential read | %.0f MiB/s vs %.0f MiB/s = %.0f%% | %s |" % (
+            b["_scan_rate"] / MiB, b["_read_rate"] / MiB, 100 * q, "yes" if q >= 0.8 else "**no** (%.0f%% short)" % (100 * (0.8 - q))))
+    else:
+        p("| rebuild scan throughput >= 80% of the sequential read | scan time not measured | ? |")
+    q = ratio(b["check"]["seconds"], b["fsck"]["seconds"])
+    p("| `rfsck check` <= 1/3 of `reiserfsck --check` | %s vs %s = %.2f | %s |" % (
+        fmt_t(b["check"]), fmt_t(b["fsck"]), q, "yes" if q <= 1 / 3 else "**no** (x%.1f of the target)" % (q * 3)))
+    q = ratio(b["rebuild"]["seconds"], b["rtree"]["seconds"])
+    p("| full `rfsck rebuild` <= 1/3 of `reiserfsck --rebuild-tree` | %s vs %s = %.2f | %s |" % (
+        fmt_t(b["rebuild"]), fmt_t(b["rtree"]), q, "yes" if q <= 1 / 3 else "**no** (x%.1f of the target)" % (q * 3)))
+    lim = 64 + 96 * b["bytes"] / (1 << 40)
+    m = max(b["rebuild"]["peak_kib"], b["dry"]["peak_kib"]) / 1024
+    p("| peak memory of rebuild <= 64 MiB + 96 MiB/TiB (= %.1f MiB here) | %.0f MiB (max of dry run and rebuild) | %s |" % (
+        lim, m, "yes" if m <= lim else "**no** (+%.0f MiB)" % (m - lim)))
+    if len(res) >= 2:
+        a = res[0]
+        blk = b["blocks"] / a["blocks"]
+        used = b["dry_report"]["scan"]["blocks_scanned"] / a["dry_report"]["scan"]["blocks_scanned"]
+        for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"),
+                          ("rebuild", "rfsck rebuild"), ("salvage", "rfsck salvage")):
+            g = ratio(b[key]["seconds"], a[key]["seconds"])
+            p("| %s growth %s -> %s linear or better | time x%.2f for x%.1f blocks (x%.2f used blocks) | %s |" % (
+                name, a["image"], b["image"], g, blk, used,
+                "yes" if g <= used * 1.15 else "**no** (x%.2f per used block)" % (g / used)))
+        for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild")):
+            ma = a[key]["peak_kib"] / a["blocks"]
+            mb = b[key]["peak_kib"] / b["blocks"]
+            p("| %s memory per block flat | %.0f -> %.0f bytes/block (%.0f -> %.0f MiB) | %s |" % (
+                name, ma * 1024, mb * 1024, a[key]["peak_kib"] / 1024, b[key]["peak_kib"] / 1024,
+                "yes (falls)" if mb <= ma * 1.15 else "**no** (x%.2f)" % (mb / ma)))
+    p("")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
