@@ -207,6 +207,16 @@ static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
 	const uint8_t *body = e->leaf + ih.location;
 	struct rfs_stat sd;
 	if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
+		bool dir = sqlite3_column_int(s, 8) != 0;
+		if (dir != ((sd.mode & 0170000) == 0040000) && ih.len <= e->c->bs) {
+			/* the namespace pass judged the type by the items: the
+			 * mode flipped (permission bits kept) */
+			sd.mode = (uint16_t)((dir ? 0040000 : 0100000) | (sd.mode & 07777));
+			memcpy(e->body, body, ih.len);
+			le16_put(e->body, 0, sd.mode);
+			body = e->body;
+			e->c->n.modes_from_items++;
+		}
 		e->sd_version = sd.version;
 		/* files and symlinks: their bytes are data that can go missing */
 		e->is_reg = (sd.mode & 0170000) == 0100000 || (sd.mode & 0170000) == 0120000;
@@ -571,7 +581,7 @@ static rfs_status load_reserved(struct emitter *e, struct rfs_error *err)
 }
 
 static const char items_sql[] =
-	"SELECT i.dir_id, i.objectid, i.offset, i.type, i.fmt, i.len, i.block, i.pos"
+	"SELECT i.dir_id, i.objectid, i.offset, i.type, i.fmt, i.len, i.block, i.pos, o.is_dir"
 	" FROM item i JOIN obj o ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
 	" WHERE i.win = 1 AND (i.type = 0 OR (o.is_dir = 0 AND i.type IN (1, 2)))"
 	" ORDER BY i.dir_id, i.objectid, i.offset, i.type";

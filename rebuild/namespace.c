@@ -406,11 +406,73 @@ static const char obj_sql[] =
 	" create_sd INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;"
 	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd)"
 	" SELECT dir_id, objectid,"
-	"  CASE WHEN max(type = 0) THEN (max(CASE WHEN type = 0 THEN sd_mode END) & 61440) = 16384"
+	/* the stat data's type, unless every other item says the other one (a
+	 * flipped mode: check's MODE_WRONG; emit rewrites the mode) */
+	"  CASE WHEN max(type = 0) THEN"
+	"   CASE (max(CASE WHEN type = 0 THEN sd_mode END) & 61440)"
+	"    WHEN 16384 THEN NOT (max(type = 3) = 0 AND max(type IN (1, 2)) = 1"
+	"     AND NOT EXISTS (SELECT 1 FROM dirent x WHERE x.t_dir_id = item.dir_id"
+	"      AND x.t_objectid = item.objectid AND x.name = CAST('..' AS BLOB)))"
+	"    WHEN 32768 THEN max(type = 3) = 1 AND max(type IN (1, 2)) = 0"
+	"    ELSE 0 END"
 	"   ELSE max(type = 3) END,"
 	"  max(type = 0)"
 	" FROM item WHERE win = 1 AND dir_id <> 4294967295 GROUP BY dir_id, objectid;"
 	"UPDATE obj SET create_sd = CASE WHEN is_dir THEN 2 ELSE 1 END WHERE has_sd = 0;";
+
+/* A directory mode whose only items are file bodies reads as a flipped mode
+ * (obj_sql), unless the body at offset 1 holds the directory's own "." entry:
+ * then an item's type flipped instead and the object stays a directory (its
+ * names are lost with that item; check reports ITEM_TYPE_MISMATCH). */
+static rfs_status keep_dirs_with_dot(struct rb_ctx *c, struct rfs_error *err)
+{
+	sqlite3_stmt *q = NULL, *u = NULL;
+	rfs_status st = rfs_index_prepare(c->ix,
+		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM item i JOIN obj o"
+		" ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
+		" WHERE o.is_dir = 0 AND o.has_sd = 1 AND i.win = 1 AND i.type IN (1, 2)"
+		" AND i.offset = 1 AND i.block IS NOT NULL AND EXISTS (SELECT 1 FROM item s"
+		"  WHERE s.dir_id = i.dir_id AND s.objectid = i.objectid AND s.type = 0"
+		"  AND s.win = 1 AND (s.sd_mode & 61440) = 16384)", &q, err);
+	if (!st)
+		st = rfs_index_prepare(c->ix,
+			"UPDATE obj SET is_dir = 1 WHERE dir_id = ? AND objectid = ?", &u, err);
+	uint8_t *blk = st ? NULL : malloc(c->bs);
+	if (!st && !blk)
+		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "namespace block buffer");
+	int rc;
+	while (!st && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		uint32_t d = (uint32_t)sqlite3_column_int64(q, 0);
+		uint32_t o = (uint32_t)sqlite3_column_int64(q, 1);
+		uint64_t b = (uint64_t)sqlite3_column_int64(q, 2);
+		uint32_t pos = (uint32_t)sqlite3_column_int64(q, 3);
+		struct rfs_error re;
+		rfs_error_clear(&re);
+		if (rfs_dev_read_block(c->dev, b, blk, &re))
+			continue;   /* unreadable now: the items' verdict stands */
+		struct rfs_block_head bh;
+		rfs_block_head_decode(blk, &bh);
+		if (pos >= bh.nr_items || pos >= rfs_leaf_max_items(c->bs))
+			continue;
+		struct rfs_item_head ih;
+		rfs_leaf_item_head(blk, (int)pos, &ih);
+		if (ih.location < RFS_BLKH_SIZE || (uint32_t)ih.location + ih.len > c->bs)
+			continue;
+		if (!rfs_body_holds_dot(blk + ih.location, ih.len, ih.free_or_count, o))
+			continue;
+		sqlite3_bind_int64(u, 1, d);
+		sqlite3_bind_int64(u, 2, o);
+		if (sqlite3_step(u) != SQLITE_DONE)
+			st = rfs_index_fail(c->ix, "namespace: object type", err);
+		sqlite3_reset(u);
+	}
+	if (!st && rc != SQLITE_DONE)
+		st = rfs_index_fail(c->ix, "namespace: object types", err);
+	free(blk);
+	sqlite3_finalize(q);
+	sqlite3_finalize(u);
+	return st;
+}
 
 static void ns_free(struct ns *s)
 {
@@ -429,6 +491,8 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 {
 	struct ns s = { .c = c, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
 	rfs_status st = rfs_index_exec(c->ix, obj_sql, err);
+	if (!st)
+		st = keep_dirs_with_dot(c, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix,
 			"SELECT rowid, off, t_dir_id, t_objectid FROM dirent WHERE dir_id = ?"

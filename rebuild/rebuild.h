@@ -58,6 +58,7 @@ struct rb_counts {
 	uint64_t accepted, rejected;
 	uint64_t conflicts, pointers_zeroed;
 	uint64_t by_name, lost_found, entries_removed, sd_created, partial;
+	uint64_t modes_from_items;   /* stat data whose type the items corrected */
 	bool resumed;
 };
 

@@ -171,10 +171,11 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 		"rejected_by_reason", reasons(c)));
 	json_object_set_new(j, "nested", nested_list(c, pq));
 	json_object_set_new(j, "conflicts", json_integer((json_int_t)c->n.conflicts));
-	json_object_set_new(j, "objects", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(j, "objects", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"by_name", (json_int_t)c->n.by_name, "lost_found", (json_int_t)c->n.lost_found,
 		"partial", (json_int_t)c->n.partial, "entries_removed", (json_int_t)c->n.entries_removed,
 		"stat_data_created", (json_int_t)c->n.sd_created,
+		"modes_from_items", (json_int_t)c->n.modes_from_items,
 		"pointers_zeroed", (json_int_t)c->n.pointers_zeroed));
 	json_object_set_new(j, "lost_found", outcome_list(c, pq, "lost+found", false));
 	json_object_set_new(j, "partial_files", outcome_list(c, pq, "partial", true));
@@ -265,9 +266,11 @@ void rb_report_text(FILE *f, json_t *j)
 	fprintf(f, "conflicts: %lld (same key or overlapping data in several leaves; the "
 		   "strongest evidence kept, the others set aside)\n", I(j, "conflicts"));
 	fprintf(f, "objects: %lld reached by name, %lld linked into /lost+found, %lld stat data "
-		   "created, %lld names removed, %lld files partial, %lld pointers zeroed\n",
-		I(o, "by_name"), I(o, "lost_found"), I(o, "stat_data_created"), I(o, "entries_removed"),
-		I(o, "partial"), I(o, "pointers_zeroed"));
+		   "created, %lld modes set from the items, %lld names removed, %lld files partial, "
+		   "%lld pointers zeroed\n",
+		I(o, "by_name"), I(o, "lost_found"), I(o, "stat_data_created"),
+		I(o, "modes_from_items"), I(o, "entries_removed"), I(o, "partial"),
+		I(o, "pointers_zeroed"));
 	print_list(f, json_object_get(j, "lost_found"), "linked into /lost+found");
 	print_list(f, json_object_get(j, "partial_files"), "files with missing data (partial)");
 	fprintf(f, "tree: %lld leaves (%lld kept in place, %lld new), %lld internal nodes, "

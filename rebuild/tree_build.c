@@ -681,6 +681,13 @@ rfs_status tb_add_item(struct tree_builder *tb, const struct tb_item *it, struct
 	}
 	if (it->source_leaf == RFS_NO_BLOCK || tb->run_spilled) {
 		s = pending_add(tb, ih, it->body, it->len);
+	} else if (mergeable_with_last(&tb->run, ih, tb->o.bs)) {
+		/* The source leaf holds two items the kernel would have merged
+		 * (check's ITEMS_MERGEABLE): it cannot stay as it is. */
+		tb->run_spilled = true;
+		s = run_to_pending(tb);
+		if (!s)
+			s = pending_add(tb, ih, it->body, it->len);
 	} else if (leaf_fits(&tb->run, it->len)) {
 		leaf_append(&tb->run, ih, it->body, it->len);
 	} else {

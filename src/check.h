@@ -82,7 +82,8 @@ rfs_status repair_write(struct rfs_check *c, uint64_t blk, const void *buf,
 rfs_status repair_sb(struct rfs_check *c, uint8_t **sb, struct rfs_error *err);
 rfs_status repair_sb_commit(struct rfs_check *c, struct rfs_error *err);
 /* Sets a stat data field of (dir_id, objectid), found through cur. */
-enum repair_sd_field { SD_FIELD_SIZE, SD_FIELD_NLINK, SD_FIELD_BLOCKS, SD_FIELD_FIRST_DIRECT };
+enum repair_sd_field { SD_FIELD_SIZE, SD_FIELD_NLINK, SD_FIELD_BLOCKS, SD_FIELD_FIRST_DIRECT,
+		       SD_FIELD_MODE };
 struct rfs_cursor;
 rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
 			     uint32_t objectid, enum repair_sd_field field, uint64_t value,

@@ -250,6 +250,28 @@ static rfs_status check_first_direct(struct sem *s, const struct rfs_objinfo *o)
 	return RFS_OK;
 }
 
+/* The tree pass found every item of the object disagreeing with its stat
+ * data's type (finish_object in check_tree.c): a directory mode over file
+ * bodies becomes a regular file's, a file mode over names a directory's; the
+ * permission bits stay.  The record takes the new mode whether or not it is
+ * written, so the walk and the counts judge the object by what it holds. */
+static rfs_status check_mode(struct sem *s, struct rfs_objinfo *o)
+{
+	bool was_dir = rfs_mode_type(o->mode) == RFS_FT_DIR;
+	uint16_t want = (uint16_t)((was_dir ? 0100000 : 0040000) | (o->mode & 07777));
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.has_key = true;
+	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
+	ctx.found = o->mode;
+	ctx.expected = want;
+	ctx.detail = was_dir ? "directory" : "regular file";
+	rfs_status st = RFS_OK;
+	if (problem_report(s->c->rep, PR_MODE_WRONG, &ctx))
+		st = fix_stat(s, PR_MODE_WRONG, o->dir_id, o->objectid, SD_FIELD_MODE, want);
+	o->mode = want;
+	return st;
+}
+
 rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 {
 	if (c->bad_nodes) {
@@ -257,18 +279,28 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 		return RFS_OK;
 	}
 	struct sem s = { .c = c, .path = STRBUF_INIT };
+	rfs_status st = rfs_cursor_init(c->fs, &s.cur, err);
+	if (st)
+		return st;
+	/* Types first: the namespace walk must see every directory as one. */
+	for (size_t i = 0; i < c->objects.cap && !st; i++)
+		if (c->objects.slots[i].flags & RFS_OBJ_MODE_FROM_ITEMS)
+			st = check_mode(&s, &c->objects.slots[i]);
 	struct rfs_objinfo *root = rfs_objtab_find(&c->objects, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID);
+	if (st) {
+		rfs_cursor_free(&s.cur);
+		return rfs_error_set(err, st, RFS_NO_BLOCK, "stat data mode");
+	}
 	if (!root || !(root->flags & RFS_OBJ_HAS_SD)) {
+		rfs_cursor_free(&s.cur);
 		report_at(&s, PR_ROOT_MISSING, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID, 0, 0);
 		return RFS_OK;
 	}
 	if (rfs_mode_type(root->mode) != RFS_FT_DIR) {
 		report_at(&s, PR_ROOT_NOT_DIR, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID, 040000, root->mode);
+		rfs_cursor_free(&s.cur);
 		return RFS_OK;
 	}
-	rfs_status st = rfs_cursor_init(c->fs, &s.cur, err);
-	if (st)
-		return st;
 	root->flags |= RFS_OBJ_REACHED;
 	st = walk_dir(&s, root, 0, RFS_ROOT_PARENT_OBJECTID);
 	if (st == RFS_OK) {

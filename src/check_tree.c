@@ -34,6 +34,14 @@ struct walk {
 	bool tail_seen;                 /* the object's direct item came: nothing may follow */
 	uint64_t tail_block;            /* file block holding the tail */
 	int obj_kind;                   /* from its stat data: 0 unknown, 1 directory, 2 other */
+	/* The object's items against its stat data's type, judged when the
+	 * object ends (finish_object): the first disagreeing item is kept for
+	 * the report. */
+	unsigned n_body, n_names, n_mismatch;
+	bool names_in_body;             /* a body item holds a directory item's "." */
+	uint64_t mm_block;
+	int mm_item;
+	struct rfs_key mm_key;
 	bool resync;                    /* a subtree was skipped: don't judge the next object's start */
 	uint64_t cur_block;             /* for the fault relay */
 	uint64_t nodes;                 /* tree nodes read, for progress */
@@ -140,9 +148,40 @@ static void check_safe_link(struct walk *w, uint64_t blk, int i, const struct rf
 	problem_report(c->rep, PR_SAFELINK_PENDING, &ctx);
 }
 
+/* Ends the current object: items that all disagree with the stat data's type
+ * the same way (only file bodies under a directory mode, or only names under a
+ * file mode) mean one flipped mode, which fix sets from the items (the
+ * semantic pass reports MODE_WRONG); a body item that holds a directory's "."
+ * means the item's type is what flipped, and a mix means no single field
+ * explains it: those need a rebuild. */
+static void finish_object(struct walk *w)
+{
+	if (!w->have_obj || w->n_mismatch == 0 || !w->obj)
+		return;
+	struct rfs_objinfo *o = w->obj;
+	bool file_items = w->obj_kind == 1 && w->n_names == 0 && w->n_body > 0 && !w->names_in_body;
+	bool dir_items = w->obj_kind == 2 && w->n_body == 0 && w->n_names > 0 &&
+			 rfs_mode_type(o->mode) == RFS_FT_REG;
+	if ((file_items || dir_items) && !(o->flags & RFS_OBJ_ITEMS_BAD)) {
+		o->flags |= RFS_OBJ_MODE_FROM_ITEMS;
+		return;
+	}
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = w->mm_block;
+	ctx.item = w->mm_item;
+	ctx.has_key = true;
+	ctx.key = w->mm_key;
+	ctx.detail = w->obj_kind == 1 ? "directory" : "not a directory";
+	problem_report(w->c->rep, PR_ITEM_TYPE_MISMATCH, &ctx);
+	o->flags |= RFS_OBJ_ITEMS_BAD;
+}
+
 static rfs_status start_object(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih)
 {
 	struct rfs_check *c = w->c;
+	finish_object(w);
+	w->n_body = w->n_names = w->n_mismatch = 0;
+	w->names_in_body = false;
 	w->have_obj = true;
 	w->obj_dir_id = ih->key.dir_id;
 	w->obj_objectid = ih->key.objectid;
@@ -184,7 +223,7 @@ static void check_body_offset(struct walk *w, uint64_t blk, int i, const struct 
  * file): the kernel would misread each, and only a rebuild can decide which
  * item is right. */
 static void check_item_fits_object(struct walk *w, uint64_t blk, int i,
-				   const struct rfs_item_head *ih)
+				   const struct rfs_item_head *ih, const uint8_t *body_bytes)
 {
 	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 	ctx.block = blk;
@@ -193,11 +232,17 @@ static void check_item_fits_object(struct walk *w, uint64_t blk, int i,
 	ctx.key = ih->key;
 	bool body = ih->key.type == RFS_TYPE_DIRECT || ih->key.type == RFS_TYPE_INDIRECT;
 	bool names = ih->key.type == RFS_TYPE_DIRENTRY;
+	w->n_body += body;
+	w->n_names += names;
 	if ((body && w->obj_kind == 1) || (names && w->obj_kind == 2)) {
-		ctx.detail = w->obj_kind == 1 ? "directory" : "not a directory";
-		problem_report(w->c->rep, PR_ITEM_TYPE_MISMATCH, &ctx);
-		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
-		return;
+		/* judged when the object ends (finish_object) */
+		if (w->n_mismatch++ == 0) {
+			w->mm_block = blk;
+			w->mm_item = i;
+			w->mm_key = ih->key;
+		}
+		if (body && rfs_body_holds_dot(body_bytes, ih->len, ih->free_or_count, ih->key.objectid))
+			w->names_in_body = true;
 	}
 	if (!body)
 		return;
@@ -297,16 +342,46 @@ static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs
 	}
 }
 
+/* Inside one leaf an object has at most one item of each body kind: the kernel
+ * pastes into the item already there and merges neighbours when it shifts
+ * items between nodes, so a body item may follow only the object's stat data,
+ * or (a tail) its indirect item.  Two such items side by side were not written
+ * by the kernel; which bytes are right is a rebuild's decision. */
+static void check_item_pair(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *prev,
+			    const struct rfs_item_head *ih)
+{
+	if (ih->key.type == RFS_TYPE_STAT || prev->key.type == RFS_TYPE_STAT)
+		return;
+	if (prev->key.dir_id != ih->key.dir_id || prev->key.objectid != ih->key.objectid)
+		return;
+	if (prev->key.type == RFS_TYPE_INDIRECT && ih->key.type == RFS_TYPE_DIRECT)
+		return;
+	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+	ctx.block = blk;
+	ctx.item = i;
+	ctx.has_key = true;
+	ctx.key = ih->key;
+	ctx.detail = rfs_item_type_name(prev->key.type);
+	problem_report(w->c->rep, PR_ITEMS_MERGEABLE, &ctx);
+	if (w->obj)
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
+}
+
 static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, int depth)
 {
 	struct rfs_check *c = w->c;
 	struct rfs_block_head bh;
 	rfs_block_head_decode(leaf, &bh);
+	struct rfs_item_head prev_ih;
+	memset(&prev_ih, 0, sizeof(prev_ih));
 	for (int i = 0; i < bh.nr_items; i++) {
 		struct rfs_item_head ih;
 		rfs_leaf_item_head(leaf, i, &ih);
 		uint8_t *body = leaf + ih.location;
 		c->stats.items++;
+		if (i > 0 && ih.key.dir_id != RFS_SAFELINK_DIR_ID)
+			check_item_pair(w, blk, i, &prev_ih, &ih);
+		prev_ih = ih;
 		if (w->have_prev && i == 0 && rfs_key_cmp(&w->prev_key, &ih.key) >= 0) {
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 			ctx.block = blk;
@@ -327,7 +402,7 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 				return RFS_ERR_NOMEM;
 		}
 		if (ih.key.type != RFS_TYPE_STAT)
-			check_item_fits_object(w, blk, i, &ih);
+			check_item_fits_object(w, blk, i, &ih, body);
 		switch (ih.key.type) {
 		case RFS_TYPE_STAT: {
 			struct rfs_stat sd;
@@ -557,6 +632,8 @@ rfs_status check_pass_tree(struct rfs_check *c, struct rfs_error *err)
 		}
 	}
 	st = walk_node(&w, 0, c->fs->sb.root_block, 0, NULL, NULL, RFS_NO_BLOCK, -1, 0);
+	if (!st)
+		finish_object(&w);
 	if (st)
 		rfs_error_set(err, st, RFS_NO_BLOCK, "tree walk");
 	c->stats.blocks_claimed = rfs_bitmap_count(&c->claimed);

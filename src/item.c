@@ -109,6 +109,16 @@ rfs_status rfs_dir_validate(const uint8_t *body, size_t len, uint16_t count,
 	return st;
 }
 
+bool rfs_body_holds_dot(const uint8_t *body, size_t len, uint16_t entry_count, uint32_t objectid)
+{
+	if (entry_count == 0 || len < RFS_DEH_SIZE)
+		return false;
+	struct rfs_dirent d;
+	rfs_dir_entry(body, len, 0, &d);
+	return d.location >= RFS_DEH_SIZE && d.location < len && d.offset == 1 &&
+	       d.objectid == objectid && d.name_len == 1 && d.name[0] == '.';
+}
+
 void rfs_dir_entry(const uint8_t *body, size_t len, int i, struct rfs_dirent *out)
 {
 	const uint8_t *h = body + (size_t)i * RFS_DEH_SIZE;

@@ -158,6 +158,9 @@ static const struct rfs_problem_def problem_table[] = {
 	P(ITEM_TYPE_MISMATCH, ITEM, REBUILD,
 	  "leaf {block}, item {item}: {key} does not belong to an object whose stat data says {detail}",
 	  NULL, NULL),
+	P(ITEMS_MERGEABLE, ITEM, REBUILD,
+	  "leaf {block}, item {item}: {key} sits right after the object's {detail} item in the same leaf (the kernel merges such items)",
+	  NULL, NULL),
 	P(INDIRECT_PTR_OUT_OF_RANGE, ITEM, FIXABLE,
 	  "leaf {block}, item {item}, pointer {entry}: block {found} is beyond the end ({expected})",
 	  "pointer zeroed (the file gets a hole)", "would zero the pointer (the file would get a hole)"),
@@ -218,6 +221,9 @@ static const struct rfs_problem_def problem_table[] = {
 	P(FIRST_DIRECT_BYTE_WRONG, SEMANTIC, FIXABLE,
 	  "object {key}: 3.5 stat data says the tail starts at byte {found}, the items say {expected}",
 	  "first_direct_byte set to {expected}", "would set first_direct_byte to {expected}"),
+	P(MODE_WRONG, SEMANTIC, FIXABLE,
+	  "object {key}: mode {found_octal} says {detail}, every item of the object says otherwise",
+	  "mode set to {expected_octal}", "would set the mode to {expected_octal}"),
 };
 
 _Static_assert(sizeof(problem_table) / sizeof(problem_table[0]) == PR_CODE_COUNT,

@@ -101,6 +101,9 @@ rfs_status repair_stat_field(struct rfs_check *c, struct rfs_cursor *cur, uint32
 	case SD_FIELD_BLOCKS:
 		le32_put(sd, v2 ? 36 : 24, (uint32_t)value);
 		break;
+	case SD_FIELD_MODE:
+		le16_put(sd, 0, (uint16_t)value);   /* offset 0 in both versions */
+		break;
 	case SD_FIELD_FIRST_DIRECT:
 		if (v2)
 			return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK,

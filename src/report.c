@@ -84,6 +84,10 @@ void rfs_problem_format(const struct rfs_problem_def *d, const char *tmpl,
 			add_num(&sb, c->expected);
 		else if (IS("found"))
 			add_num(&sb, c->found);
+		else if (IS("found_octal"))      /* modes */
+			sb_addf(&sb, "0%llo", (unsigned long long)c->found);
+		else if (IS("expected_octal"))
+			sb_addf(&sb, "0%llo", (unsigned long long)c->expected);
 		else if (IS("key")) {
 			char kb[80];
 			rfs_key_format_str(&c->key, kb, sizeof(kb));

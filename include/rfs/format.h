@@ -323,6 +323,11 @@ rfs_status rfs_dir_validate(const uint8_t *body, size_t len, uint16_t entry_coun
 			    rfs_fault_fn fn, void *ctx);
 /* Decodes entry i of a validated directory item. */
 void rfs_dir_entry(const uint8_t *body, size_t len, int i, struct rfs_dirent *out);
+/* Whether an item body of len bytes whose head carries entry_count starts
+ * like a directory item of object `objectid`: a first entry "." at offset 1
+ * naming the object itself.  Any bytes are safe to pass; a file body under a
+ * directory key type flip is what it recognises. */
+bool rfs_body_holds_dot(const uint8_t *body, size_t len, uint16_t entry_count, uint32_t objectid);
 
 /* ------------------------------------------------------------------------- */
 /* Journal blocks.

@@ -21,6 +21,7 @@ enum rfs_obj_flags {
 	RFS_OBJ_HAS_DIRECT = 1u << 3,
 	RFS_OBJ_SAFELINK = 1u << 4,     /* a safe link names it */
 	RFS_OBJ_ENTERED = 1u << 5,      /* the namespace walk listed this directory */
+	RFS_OBJ_MODE_FROM_ITEMS = 1u << 6,   /* every item says the other type: the mode flipped */
 };
 
 struct rfs_objinfo {

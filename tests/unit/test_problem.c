@@ -10,7 +10,8 @@
 #include "rfs/problem.h"
 
 static const char *const placeholders[] = { "block", "block2", "item", "entry", "key",
-					    "expected", "found", "path", "name", "detail" };
+					    "expected", "found", "path", "name", "detail",
+					    "found_octal", "expected_octal" };
 
 static void check_placeholders(const char *tmpl)
 {
