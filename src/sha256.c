@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include "sha256_ni.h"
+
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
 	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -55,6 +57,27 @@ static void compress(uint32_t h[8], const uint8_t p[64])
 	h[4] += e; h[5] += f; h[6] += g; h[7] += k;
 }
 
+/* -1 undecided, 0 portable, 1 SHA extensions: decided once, on first use. */
+static int accel = -1;
+
+bool rfs_sha256_accel(bool want)
+{
+	accel = want && sha256_ni_available();
+	return accel == 1;
+}
+
+static void compress_blocks(uint32_t h[8], const uint8_t *p, size_t n)
+{
+	if (accel < 0)
+		accel = sha256_ni_available();
+	if (accel) {
+		sha256_ni_blocks(h, p, n);
+		return;
+	}
+	for (; n > 0; n--, p += 64)
+		compress(h, p);
+}
+
 void rfs_sha256_init(struct rfs_sha256 *c)
 {
 	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -76,11 +99,14 @@ void rfs_sha256_update(struct rfs_sha256 *c, const void *data, size_t n)
 		n -= take;
 		if (c->fill < 64)
 			return;
-		compress(c->h, c->block);
+		compress_blocks(c->h, c->block, 1);
 		c->fill = 0;
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		compress(c->h, p);
+	if (n >= 64) {
+		compress_blocks(c->h, p, n / 64);
+		p += n / 64 * 64;
+		n %= 64;
+	}
 	if (n) {
 		memcpy(c->block, p, n);
 		c->fill = n;
@@ -93,13 +119,13 @@ void rfs_sha256_final(struct rfs_sha256 *c, uint8_t out[RFS_SHA256_LEN])
 	c->block[c->fill++] = 0x80;
 	if (c->fill > 56) {
 		memset(c->block + c->fill, 0, 64 - c->fill);
-		compress(c->h, c->block);
+		compress_blocks(c->h, c->block, 1);
 		c->fill = 0;
 	}
 	memset(c->block + c->fill, 0, 56 - c->fill);
 	for (int i = 0; i < 8; i++)
 		c->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-	compress(c->h, c->block);
+	compress_blocks(c->h, c->block, 1);
 	for (int i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(c->h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);

@@ -11,6 +11,7 @@
 #ifndef RFS_SHA256_H
 #define RFS_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,12 @@ void rfs_sha256_final(struct rfs_sha256 *c, uint8_t out[RFS_SHA256_LEN]);
 
 /* Writes the 64 lower-case hex digits of digest and a NUL into hex. */
 void rfs_sha256_hex(const uint8_t digest[RFS_SHA256_LEN], char hex[RFS_SHA256_HEX_LEN + 1]);
+
+/* Chooses the compression function: the CPU's SHA extensions when want is
+ * true and the CPU has them (the default, decided on first use), else the
+ * portable one.  Returns whether the extensions are in use.  For tests and
+ * benchmarks; not thread-safe against hashing in progress. */
+bool rfs_sha256_accel(bool want);
 
 /* Known-answer test ("abc", "", the 448-bit message, a million 'a').
  * RFS_ERR_SELFTEST naming the failing vector. */

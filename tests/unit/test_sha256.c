@@ -1,5 +1,7 @@
 /* test_sha256.c - SHA-256 against the FIPS 180-2 vectors ("abc", the empty
- * message, the 448-bit message), streaming in every split, and the self-test. */
+ * message, the 448-bit message), streaming in every split, and the self-test,
+ * each on the portable compression function and (where the CPU has them) on
+ * the SHA extensions; then both paths on the same random messages. */
 #include "testutil.h"
 
 #include "rfs/sha256.h"
@@ -74,12 +76,81 @@ static void test_selftest(void **state)
 	assert_int_equal(rfs_sha256_selftest(&err), RFS_OK);
 }
 
+static void digest_raw(const uint8_t *m, size_t n, size_t chunk, uint8_t d[RFS_SHA256_LEN])
+{
+	struct rfs_sha256 c;
+	rfs_sha256_init(&c);
+	for (size_t off = 0; off < n; off += chunk)
+		rfs_sha256_update(&c, m + off, n - off < chunk ? n - off : chunk);
+	rfs_sha256_final(&c, d);
+}
+
+/* The two compression functions agree on random messages of every length up
+ * to five blocks, fed whole and in odd chunks, and on 1 MiB + 7 bytes. */
+static void test_paths_agree(void **state)
+{
+	(void)state;
+	if (!rfs_sha256_accel(true))
+		skip();
+	enum { BIG = (1 << 20) + 7 };
+	uint8_t *m = malloc(BIG);
+	assert_non_null(m);
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (size_t i = 0; i < BIG; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		m[i] = (uint8_t)x;
+	}
+	for (size_t n = 0; n <= 5 * 64; n++) {
+		for (size_t chunk = 1; chunk <= 129; chunk += 64) {
+			uint8_t a[RFS_SHA256_LEN], b[RFS_SHA256_LEN];
+			assert_false(rfs_sha256_accel(false));
+			digest_raw(m, n, n ? (chunk < n ? chunk : n) : 1, a);
+			assert_true(rfs_sha256_accel(true));
+			digest_raw(m, n, n ? (chunk < n ? chunk : n) : 1, b);
+			assert_memory_equal(a, b, RFS_SHA256_LEN);
+		}
+	}
+	uint8_t a[RFS_SHA256_LEN], b[RFS_SHA256_LEN];
+	rfs_sha256_accel(false);
+	digest_raw(m, BIG, BIG, a);
+	rfs_sha256_accel(true);
+	digest_raw(m, BIG, 4096, b);
+	assert_memory_equal(a, b, RFS_SHA256_LEN);
+	free(m);
+}
+
+static int use_portable(void **state)
+{
+	(void)state;
+	rfs_sha256_accel(false);
+	return 0;
+}
+
+static int use_accel(void **state)
+{
+	(void)state;
+	rfs_sha256_accel(true);
+	return 0;
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest portable[] = {
 		cmocka_unit_test(test_fips_vectors),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_selftest),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest accel[] = {
+		cmocka_unit_test(test_fips_vectors),
+		cmocka_unit_test(test_streaming),
+		cmocka_unit_test(test_selftest),
+		cmocka_unit_test(test_paths_agree),
+	};
+	int failed = cmocka_run_group_tests_name("portable", portable, use_portable, NULL);
+	if (!rfs_sha256_accel(true))
+		printf("no SHA extensions on this CPU: only the portable path was tested\n");
+	failed += cmocka_run_group_tests_name("sha-extensions", accel, use_accel, NULL);
+	return failed;
 }
