@@ -40,7 +40,7 @@
 /* The version string lives in src/main.c; report.json repeats it here until
  * it moves to a shared header. */
 
-enum { OPT_FORCE = OPT_FIRST_COMMAND_OPTION, OPT_DEVICES, OPT_INDEX, OPT_SCAN };
+enum { OPT_FORCE = OPT_FIRST_COMMAND_OPTION, OPT_DEVICES, OPT_INDEX, OPT_SCAN, OPT_DELETED };
 
 static double now_wall(void)
 {
@@ -153,6 +153,45 @@ static json_t *problems_json(const struct salvage_totals *t)
 	return a;
 }
 
+/* report.json: totals.deleted (what --deleted extracted). */
+static json_t *deleted_totals_json(const struct salvage_deleted *del)
+{
+	const struct salvage_deleted_totals *t = salvage_deleted_get_totals(del);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "objects", (json_int_t)t->objects, "files", (json_int_t)t->files,
+			 "dirs", (json_int_t)t->dirs, "symlinks", (json_int_t)t->symlinks,
+			 "others", (json_int_t)t->others,
+			 "files_complete", (json_int_t)t->files_complete,
+			 "files_with_missing_ranges", (json_int_t)t->files_partial,
+			 "unresolved_names", (json_int_t)t->unresolved,
+			 "names_only", (json_int_t)t->names_only,
+			 "old_names_of_live_objects", (json_int_t)t->old_names,
+			 "without_stat_data", (json_int_t)t->without_stat_data,
+			 "bytes", (json_int_t)t->bytes);
+}
+
+/* report.json: deleted_scan (where --deleted looked and what it found). */
+static json_t *deleted_scan_json(const struct salvage_deleted *del)
+{
+	const struct salvage_deleted_totals *t = salvage_deleted_get_totals(del);
+	json_t *j = json_pack("{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
+			 "blocks_read", (json_int_t)t->blocks_read,
+			 "free_blocks_from_index", t->from_index,
+			 "blocks_skipped_by_index", (json_int_t)t->blocks_skipped_by_index,
+			 "unreadable_blocks", (json_int_t)t->unreadable,
+			 "stale_leaves_free", (json_int_t)t->leaves_free,
+			 "stale_leaves_journal", (json_int_t)t->leaves_journal,
+			 "stale_leaves_invalid", (json_int_t)t->leaves_invalid,
+			 "free_leaves_taken_as_data", (json_int_t)t->leaves_as_data,
+			 "journal_transactions", (json_int_t)t->journal_transactions,
+			 "stale_items_of_live_objects", (json_int_t)t->live_items_skipped,
+			 "records_truncated", t->records_truncated,
+			 "live_tree_incomplete", t->live_incomplete);
+	if (j && t->live_incomplete)
+		json_object_set_new(j, "live_tree_error", json_string(t->live_error));
+	return j;
+}
+
 static char *missing_ranges(void *ctx, uint32_t dir_id, uint32_t objectid)
 {
 	return rb_partial_ranges(ctx, dir_id, objectid);
@@ -166,9 +205,10 @@ int cmd_salvage(int argc, char **argv)
 		{ "index", required_argument, NULL, OPT_INDEX },
 		{ "scan", no_argument, NULL, OPT_SCAN },
 		{ "devices", no_argument, NULL, OPT_DEVICES },
+		{ "deleted", no_argument, NULL, OPT_DELETED },
 		{ NULL, 0, NULL, 0 } };
 	struct rfs_common_opts co = { 0 };
-	bool force = false, devices = false, force_scan = false;
+	bool force = false, devices = false, force_scan = false, want_deleted = false;
 	const char *index_path = NULL;
 	int opt;
 	optind = 1;
@@ -179,6 +219,7 @@ int cmd_salvage(int argc, char **argv)
 		case OPT_INDEX: index_path = optarg; continue;
 		case OPT_SCAN: force_scan = true; continue;
 		case OPT_DEVICES: devices = true; continue;
+		case OPT_DELETED: want_deleted = true; continue;
 		}
 		int k = cli_common_option("salvage", opt, optarg, &co);
 		if (k < 0)
@@ -228,6 +269,8 @@ int cmd_salvage(int argc, char **argv)
 	rfs_progress_init(&progress, co.progress != 0, co.quiet || co.json);
 	char before[RFS_SHA256_HEX_LEN + 1] = "", after[RFS_SHA256_HEX_LEN + 1] = "";
 	struct rfs_fs *fs = NULL;
+	struct rfs_fs *disk_fs = NULL;   /* --deleted in damaged-tree mode: the image as mounted */
+	struct salvage_deleted *del = NULL;
 	FILE *manifest = NULL, *bodyfile = NULL, *report = NULL;
 	struct salvage_totals totals = { 0 };
 	struct rb_ctx rb;
@@ -317,9 +360,45 @@ int cmd_salvage(int argc, char **argv)
 		so.missing_ranges = missing_ranges;
 		so.missing_ctx = &rb;
 	}
+	if (want_deleted) {
+		/* The deleted objects' stale leaves and data are read from the image
+		 * as the kernel would mount it, never from the tree rebuilt in
+		 * memory; that tree only says what is live. */
+		struct rfs_fs *dfs = fs;
+		if (have_rb) {
+			if (cli_open_readonly(image, &co, true, NULL, NULL, &disk_fs, &err)) {
+				rc = cli_fail("salvage", &err);
+				goto out;
+			}
+			dfs = disk_fs;
+		}
+		struct salvage_deleted_options dopt = {
+			.live_fs = fs, .disk_fs = dfs, .live_nodes_on_disk = !have_rb,
+			.used = have_rb ? &rb.old_used : NULL,
+			.in_use = { have_rb ? &rb.accepted : NULL, have_rb ? &rb.claimed : NULL },
+			.excluded = have_rb ? &rb.nested : NULL,
+			.index = have_rb ? rb.ix : NULL, .progress = &progress,
+		};
+		if (salvage_deleted_scan(&dopt, &del, &err)) {
+			rc = cli_fail("salvage", &err);
+			goto out;
+		}
+		so.dir_entered = salvage_deleted_dir_entered;
+		so.dir_ctx = del;
+	}
 	rfs_progress_phase(&progress, "extracting", "objects", 0);
 	run_st = salvage_run(fs, &so, &totals, &run_err);
 	rfs_progress_done(&progress);
+	if (!run_st && del) {
+		run_st = salvage_deleted_extract(del, &so, &run_err);
+		if (!run_st && salvage_deleted_get_totals(del)->live_incomplete) {
+			/* asked for, not done: a problem like an unreadable object */
+			totals.errors++;
+			fprintf(stderr, "rfsck salvage: --deleted: the tree could not be walked to its end "
+					"(%s), so deleted objects cannot be told from live ones; none extracted\n",
+				salvage_deleted_get_totals(del)->live_error);
+		}
+	}
 	if (fflush(manifest) || fsync(fileno(manifest)) || fflush(bodyfile) ||
 	    fsync(fileno(bodyfile))) {
 		if (!run_st)
@@ -330,6 +409,11 @@ int cmd_salvage(int argc, char **argv)
 	uint32_t replayed = fs->journal.replayed;
 	rfs_fs_close(fs, &cerr);
 	fs = NULL;
+	if (disk_fs) {
+		rfs_error_clear(&cerr);
+		rfs_fs_close(disk_fs, &cerr);
+		disk_fs = NULL;
+	}
 	if (image_digest(image, after, &err)) {
 		rc = cli_fail("salvage", &err);
 		goto out;
@@ -396,6 +480,10 @@ int cmd_salvage(int argc, char **argv)
 			json_object_set_new(rep, "rebuild", rj);
 		}
 	}
+	if (rep && del) {
+		json_object_set_new(json_object_get(rep, "totals"), "deleted", deleted_totals_json(del));
+		json_object_set_new(rep, "deleted_scan", deleted_scan_json(del));
+	}
 	if (rep)
 		json_object_set_new(rep, "exit", json_integer(rc));
 	report = create_output(outfd, "report.json", &err);
@@ -422,6 +510,16 @@ int cmd_salvage(int argc, char **argv)
 		if (totals.not_created)
 			printf("  %llu device/FIFO/socket object(s) recorded in the manifest only%s\n",
 			       (unsigned long long)totals.not_created, devices ? "" : " (--devices creates them)");
+		if (del) {
+			const struct salvage_deleted_totals *dt = salvage_deleted_get_totals(del);
+			printf("  deleted: %llu object(s) under %s/deleted (%llu file(s): %llu complete, "
+			       "%llu with missing ranges; %llu without a name), %llu name(s) only, "
+			       "%llu old name(s) of live objects\n",
+			       (unsigned long long)dt->objects, outdir, (unsigned long long)dt->files,
+			       (unsigned long long)dt->files_complete, (unsigned long long)dt->files_partial,
+			       (unsigned long long)dt->unresolved, (unsigned long long)dt->names_only,
+			       (unsigned long long)dt->old_names);
+		}
 		if (totals.errors)
 			printf("  %llu object(s) could not be read completely: see report.json; exit 4\n",
 			       (unsigned long long)totals.errors);
@@ -439,6 +537,11 @@ out:
 		rfs_error_clear(&err);
 		rfs_fs_close(fs, &err);
 	}
+	if (disk_fs) {
+		rfs_error_clear(&err);
+		rfs_fs_close(disk_fs, &err);
+	}
+	salvage_deleted_free(del);
 	if (have_rb)
 		rb_release(&rb);
 	salvage_totals_free(&totals);

@@ -52,7 +52,7 @@ static const struct command commands[] = {
 	  "sparse image (--output NEW, IMAGE untouched), or nowhere (--dry-run, which\n"
 	  "lists every repair and every block it would write).  Asks on a terminal;\n"
 	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n" },
-	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--scan] [--index DB] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
+	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--deleted] [--scan] [--index DB] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
 	  "Copy every file, directory and symlink of the image into OUTDIR/root,\n"
 	  "with modes, owners (as root), times, hard links and holes, and write\n"
 	  "OUTDIR/manifest.jsonl (one line per object: path, path_hex, key, type,\n"
@@ -71,6 +71,9 @@ static const struct command commands[] = {
 	  "  --index DB   share rebuild's evidence index (no rescan after a dry run)\n"
 	  "  --force      salvage into a non-empty OUTDIR (OUTDIR/root must not exist)\n"
 	  "  --devices    create device nodes, FIFOs and sockets (default: manifest only)\n"
+	  "  --deleted    also recover deleted objects from stale leaves (blocks the bitmap\n"
+	  "               marks free, leaf copies in the journal) into OUTDIR/deleted,\n"
+	  "               status \"deleted\"; data blocks in use now are left as missing\n"
 	  "  --mapfile M  ddrescue map: blocks not rescued are written as zeros, listed as\n"
 	  "               missing ranges, and the file's status is \"partial\"\n"
 	  "  --json       one JSON summary object on stdout\n" },

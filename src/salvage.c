@@ -47,11 +47,6 @@
 enum {
 	SYMLINK_MAX = 65536,         /* bytes of a symlink target we read */
 };
-/* Hashing the zeros of holes costs time, not space; beyond this many hole
- * bytes a file's digest is left out rather than letting a fuzzed size of
- * 2^41 keep salvage busy for an hour. */
-#define HOLE_HASH_MAX (UINT64_C(4) << 30)
-
 /* First extracted path of each object with more than one link. */
 struct link_slot {
 	uint64_t key;                /* dir_id << 32 | objectid; 0 = empty */
@@ -189,21 +184,14 @@ static void links_free(struct run *r)
 /* ------------------------------------------------------------------------- */
 /* Data of regular files. */
 
-struct sink {
-	int fd;
-	struct rfs_sha256 sha;
-	bool hashing;                /* digest still meaningful */
-	uint64_t hole_hashed;
-	uint64_t written;            /* data bytes written */
-	uint64_t reached;            /* end of the last piece delivered */
-	int write_errno;             /* first write failure */
-};
-
 static const uint8_t zeros[65536];
 
-static int sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
+/* Hashing the zeros of holes costs time, not space; beyond
+ * SALVAGE_HOLE_HASH_MAX hole bytes a file's digest is left out rather than
+ * letting a fuzzed size of 2^41 keep salvage busy for an hour. */
+int salvage_sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
 {
-	struct sink *s = c;
+	struct salvage_sink *s = c;
 	if (data) {
 		size_t done = 0;
 		while (done < len) {
@@ -220,7 +208,7 @@ static int sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
 		if (s->hashing)
 			rfs_sha256_update(&s->sha, data, len);
 	} else if (s->hashing) {
-		if (s->hole_hashed + len > HOLE_HASH_MAX) {
+		if (s->hole_hashed + len > SALVAGE_HOLE_HASH_MAX) {
 			s->hashing = false;
 		} else {
 			s->hole_hashed += len;
@@ -290,15 +278,17 @@ static rfs_status add_rebuild_missing(struct salvage_missing *m, const char *ran
 
 /* An orphan's name gets the extension libmagic suggests for its first bytes
  * ("12_34" -> "12_34.jpg"), renamed in place without replacing anything. */
-static void add_extension(struct run *r, int dirfd, int fd, struct strbuf *opath, char *used)
+void salvage_add_extension(void *magic_cookie, int dirfd, int fd, struct strbuf *opath,
+			   char used[SALVAGE_NAME_MAX + 1])
 {
-	if (!r->magic)
+	magic_t cookie = magic_cookie;
+	if (!cookie)
 		return;
 	uint8_t buf[8192];
 	ssize_t n = pread(fd, buf, sizeof(buf), 0);
 	if (n <= 0)
 		return;
-	const char *ext = magic_buffer(r->magic, buf, (size_t)n);
+	const char *ext = magic_buffer(cookie, buf, (size_t)n);
 	if (!ext || strncmp(ext, "???", 3) == 0)
 		return;
 	char clean[12];
@@ -331,7 +321,7 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 	if (salvage_make_unique(dirfd, oname, &a, used))
 		return out_error(r, errno, opath, "cannot create file");
 	salvage_record_rename(opath, used);
-	struct sink s = { .fd = a.fd, .hashing = true };
+	struct salvage_sink s = { .fd = a.fd, .hashing = true };
 	rfs_sha256_init(&s.sha);
 	uint64_t size = obj->sd.size;
 	uint64_t max = rfs_max_file_size(r->fs, obj->sd.version);
@@ -346,7 +336,7 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		}
 		size = max;
 	}
-	rfs_status st = salvage_body_read(&r->cur, obj, size, sink_piece, &s, &rec->miss);
+	rfs_status st = salvage_body_read(&r->cur, obj, size, salvage_sink_piece, &s, &rec->miss);
 	if (!st && r->opt->missing_ranges) {
 		char *ranges = r->opt->missing_ranges(r->opt->missing_ctx, obj->dir_id, obj->objectid);
 		if (ranges)
@@ -394,10 +384,10 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		rec->have_sha256 = true;
 	} else if (!damaged) {
 		sb_addf(&rec->note, "%ssha256 not computed: more than %llu hole bytes",
-			rec->note.len ? "; " : "", (unsigned long long)HOLE_HASH_MAX);
+			rec->note.len ? "; " : "", (unsigned long long)SALVAGE_HOLE_HASH_MAX);
 	}
 	if (r->orphans && r->depth == 0) {
-		add_extension(r, dirfd, a.fd, opath, used);
+		salvage_add_extension(r->magic, dirfd, a.fd, opath, used);
 		if (!damaged)
 			rec->status = "orphan";
 	}
@@ -670,6 +660,9 @@ static rfs_status extract_dir(struct run *r, const struct rfs_object *dir, int d
 	struct rfs_dirent_list col = { 0 };
 	struct rfs_error derr;
 	rfs_error_clear(&derr);
+	if (r->opt->dir_entered &&
+	    r->opt->dir_entered(r->opt->dir_ctx, dir->dir_id, dir->objectid, ipath, opath))
+		return rfs_error_set(r->err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "directory paths");
 	rfs_status it = rfs_dir_collect(&r->cur, dir->dir_id, dir->objectid, true, true, &col,
 					&derr);
 	if (it == RFS_ERR_NOMEM)

@@ -45,6 +45,14 @@ struct salvage_record {
 	size_t nleaves;
 	bool blocks_incomplete;
 	struct strbuf note;          /* "; "-separated remarks (owned) */
+	/* --deleted only */
+	bool deleted;                /* body-file name gets " (deleted)" (TSK's mark) */
+	bool name_unresolved;        /* no stale name reached it ("name_resolved": false) */
+	const struct salvage_copy *copies;   /* leaf copies its items came from */
+	size_t ncopies;
+	uint64_t *marked_runs;       /* data read from blocks the bitmap marks used
+				      * that nothing live claims: first, count, ... */
+	size_t nmarked;
 };
 
 void salvage_record_init(struct salvage_record *rec, const struct strbuf *ipath,
@@ -102,5 +110,101 @@ void salvage_set_attrs_at(bool chown, int dirfd, const char *name, const struct 
 /* Appends the manifest line and the body-file line.  RFS_ERR_IO (errno set)
  * when a stream fails, RFS_ERR_NOMEM. */
 rfs_status salvage_record_write(FILE *manifest, FILE *bodyfile, const struct salvage_record *rec);
+
+/* Where regular file data goes (src/salvage.c): pwrite at its offset, holes
+ * skipped, the SHA-256 of data and holes (holes up to SALVAGE_HOLE_HASH_MAX
+ * bytes, then no digest).  salvage_sink_piece is an rfs_data_fn. */
+#define SALVAGE_HOLE_HASH_MAX (UINT64_C(4) << 30)
+struct salvage_sink {
+	int fd;
+	struct rfs_sha256 sha;
+	bool hashing;                /* digest still meaningful */
+	uint64_t hole_hashed;
+	uint64_t written;            /* data bytes written */
+	uint64_t reached;            /* end of the last piece delivered */
+	int write_errno;             /* first write failure */
+};
+int salvage_sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len);
+
+/* Renames used (in dirfd, open as fd) to used + "." + the extension libmagic
+ * (cookie, may be NULL) suggests for its first bytes, without replacing
+ * anything; opath and used follow the rename. */
+void salvage_add_extension(void *magic_cookie, int dirfd, int fd, struct strbuf *opath,
+			   char used[SALVAGE_NAME_MAX + 1]);
+
+/* ------------------------------------------------------------------------- */
+/* --deleted: what src/salvage_deleted.c decides and
+ * src/salvage_deleted_write.c writes. */
+
+/* One stale leaf copy that items were taken from. */
+struct salvage_copy {
+	uint64_t block;              /* where it is: a free block, or a journal log block */
+	uint64_t home;               /* the block it is a version of (journal copy: from
+				      * its transaction; RFS_NO_BLOCK when that is gone) */
+	uint64_t checksum;           /* of the whole block (identical copies) */
+	uint32_t trans_id;           /* valid when have_trans */
+	bool have_trans;             /* journal copy: inside a valid transaction;
+				      * free copy: identical to such a journal copy of
+				      * its own block */
+	bool journal;                /* in the journal area */
+	bool as_data;                /* a free leaf taken for a deleted file's data:
+				      * its items are not used */
+};
+
+/* The age of a copy: trans_id + 1 when known, else 0 (older than every
+ * copy whose transaction is known: its transaction left the log). */
+static inline uint64_t salvage_copy_generation(const struct salvage_copy *c)
+{
+	return c->have_trans ? (uint64_t)c->trans_id + 1 : 0;
+}
+
+/* What ranks two stale copies of one item (the newest wins). */
+struct salvage_rank {
+	uint64_t gen;                /* salvage_copy_generation of the copy */
+	bool with_sd;                /* the copy holds the object's chosen stat data */
+	uint32_t ctime, mtime;       /* stat data items: their times (else 0) */
+	bool journal;                /* the copy is in the journal area */
+	uint64_t block;              /* where the copy is */
+};
+/* < 0 when a is the copy to use, > 0 when b is, 0 for the same copy.  Order:
+ * newer generation; the copy holding the chosen stat data; newer ctime, then
+ * mtime; a free block before a journal copy (it is the block itself); the
+ * lower block number (reproducible). */
+int salvage_rank_cmp(const struct salvage_rank *a, const struct salvage_rank *b);
+
+/* A journal leaf copy, for dating free copies. */
+struct salvage_jcopy {
+	uint64_t home, checksum;
+	uint32_t trans_id;
+};
+/* The generation evidence of a free leaf at block with this checksum: the
+ * newest transaction among jc[0, n) (sorted by home) that logged block with
+ * identical content.  false when none did. */
+bool salvage_free_copy_trans(const struct salvage_jcopy *jc, size_t n, uint64_t block,
+			     uint64_t checksum, uint32_t *trans_id);
+
+/* Why a data pointer of a deleted file is, or is not, read. */
+enum salvage_block_verdict {
+	SALVAGE_BLOCK_DATA,          /* free, unclaimed by anything newer: read it */
+	SALVAGE_BLOCK_DATA_MARKED,   /* read it, but say so: the bitmap marks it used
+				      * and nothing the (rebuilt) live tree holds
+				      * claims it (damaged-tree mode) */
+	SALVAGE_BLOCK_OUTSIDE,       /* beyond the filesystem or in its metadata */
+	SALVAGE_BLOCK_IN_USE,        /* in use now (bitmap, live tree, live file) */
+	SALVAGE_BLOCK_LEAF,          /* holds a stale leaf newer than the pointer */
+	SALVAGE_BLOCK_REUSED,        /* a newer deleted object claims it */
+	SALVAGE_BLOCK_CONTESTED,     /* another deleted object, not older, claims it */
+};
+struct salvage_block_facts {
+	bool outside, in_use;
+	bool marked_used;            /* the bitmap marks it used, nothing live claims it */
+	bool stale_leaf;             /* a free leaf that keeps its items */
+	unsigned claimants;          /* deleted objects whose chosen items point here */
+	uint64_t newest_gen;         /* the newest claim's generation (claimants > 1) */
+	unsigned newest_count;       /* claims with that generation */
+};
+/* The verdict for a pointer of generation gen (that of its item's copy). */
+enum salvage_block_verdict salvage_block_verdict(const struct salvage_block_facts *f, uint64_t gen);
+const char *salvage_block_verdict_text(enum salvage_block_verdict v);
 
 #endif

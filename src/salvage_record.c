@@ -41,7 +41,8 @@ void salvage_record_free(struct salvage_record *rec)
 	free(rec->runs);
 	free(rec->leaves);
 	free(rec->miss.v);
-	rec->runs = rec->leaves = rec->miss.v = NULL;
+	free(rec->marked_runs);
+	rec->runs = rec->leaves = rec->miss.v = rec->marked_runs = NULL;
 }
 
 void salvage_record_rename(struct strbuf *opath, const char *name)
@@ -203,6 +204,34 @@ static json_t *manifest_line(const struct salvage_record *rec)
 	ok = ok && put(o, "item_leaves", leaves);
 	if (ok && rec->blocks_incomplete)
 		ok = put(o, "blocks_incomplete", json_true());
+	if (ok && rec->deleted) {
+		/* where the items came from: free blocks or journal copies */
+		json_t *cp = json_array();
+		for (size_t i = 0; cp && ok && i < rec->ncopies; i++) {
+			const struct salvage_copy *c = &rec->copies[i];
+			json_t *e = json_pack("{s:I, s:s}", "block", (json_int_t)c->block, "area",
+					      c->journal ? "journal" : "free");
+			ok = e != NULL;
+			if (ok && c->journal && c->home != RFS_NO_BLOCK)
+				ok = put(e, "home", json_integer((json_int_t)c->home));
+			if (ok && c->have_trans)
+				ok = put(e, "trans_id", json_integer((json_int_t)c->trans_id));
+			if (ok)
+				ok = json_array_append_new(cp, e) == 0;
+			else
+				json_decref(e);
+		}
+		ok = ok && put(o, "item_copies", cp);
+		if (ok && rec->nmarked) {
+			json_t *mr = json_array();
+			for (size_t i = 0; mr && ok && i < rec->nmarked; i++)
+				ok = json_array_append_new(mr, json_pack("[I,I]", (json_int_t)rec->marked_runs[2 * i],
+									 (json_int_t)rec->marked_runs[2 * i + 1])) == 0;
+			ok = ok && put(o, "blocks_marked_used", mr);
+		}
+		if (ok)
+			ok = put(o, "name_resolved", json_boolean(!rec->name_unresolved));
+	}
 	if (ok)
 		ok = put_outpath(o, "extracted_as", rec->extracted ? sb_str(rec->opath) : NULL);
 	if (ok && rec->hardlink_of)
@@ -278,6 +307,9 @@ static rfs_status body_line(FILE *f, const struct salvage_record *rec)
 		if (!st)
 			st = body_name(&name, (const uint8_t *)rec->target.buf, rec->target.len);
 	}
+	/* how `fls -m` marks a name found unallocated */
+	if (!st && rec->deleted)
+		st = sb_adds(&name, " (deleted)");
 	if (st) {
 		sb_free(&name);
 		return st;

@@ -124,6 +124,14 @@ rfs_status rfs_index_add_conflict(struct rfs_index *ix, uint32_t dir_id, uint32_
 rfs_status rfs_index_add_outcome(struct rfs_index *ix, uint32_t dir_id, uint32_t objectid,
 				 const char *what, const char *detail, struct rfs_error *err);
 
+/* For salvage --deleted (index/query_deleted.c): when the index holds a
+ * finished scan of every block, calls fn for each main-area block with a
+ * valid leaf row or an unreadable row, in block order, and sets *covers_all;
+ * otherwise calls nothing and leaves it false. */
+rfs_status rfs_index_scanned_leaves(struct rfs_index *ix, bool *covers_all,
+				    void (*fn)(void *ctx, uint64_t block), void *ctx,
+				    struct rfs_error *err);
+
 /* Sets a leaf's decision. */
 rfs_status rfs_index_leaf_decide(struct rfs_index *ix, uint64_t block, bool accepted,
 				 const char *reason, const char *detail, struct rfs_error *err);

@@ -33,6 +33,10 @@
 #include "rfs/status.h"
 #include "rfs/progress.h"
 
+struct strbuf;
+struct rfs_bitmap;
+struct rfs_index;
+
 enum {
 	SALVAGE_NAME_MAX = 255,      /* bytes in one output name (NAME_MAX) */
 	SALVAGE_DEPTH_MAX = 1000,    /* directory levels below the root */
@@ -70,6 +74,13 @@ struct salvage_options {
 	uint32_t orphan_dir_id, orphan_objectid;
 	char *(*missing_ranges)(void *ctx, uint32_t dir_id, uint32_t objectid);
 	void *missing_ctx;
+	/* --deleted: called for every directory the walk enters, with its image
+	 * path and its OUTDIR-relative output path, so that deleted names found
+	 * under it can be placed (salvage_deleted_dir_entered); NULL = none.
+	 * A failure (RFS_ERR_NOMEM) stops the walk. */
+	rfs_status (*dir_entered)(void *ctx, uint32_t dir_id, uint32_t objectid,
+				  const struct strbuf *ipath, const struct strbuf *opath);
+	void *dir_ctx;
 };
 
 /* One object that could not be read or written completely. */
@@ -101,5 +112,95 @@ enum { SALVAGE_PROBLEMS_KEPT = 10000 };
 rfs_status salvage_run(struct rfs_fs *fs, const struct salvage_options *opt,
 		       struct salvage_totals *totals, struct rfs_error *err);
 void salvage_totals_free(struct salvage_totals *t);
+
+/* ------------------------------------------------------------------------- */
+/* --deleted (src/salvage_deleted.c finds, src/salvage_deleted_write.c
+ * writes; docs/salvage.md, "Deleted objects").
+ *
+ * A deleted object is one whose key the walked tree does not hold, of which
+ * a stat data item survives in a stale leaf: a leaf in a block the allocation
+ * bitmap marks free, or a leaf copy in the journal area.  Its items, names
+ * (from stale directory items) and data (from blocks nothing uses now) are
+ * extracted under OUTDIR/deleted/, status "deleted", never among the live
+ * objects; a live object's items are never taken from a stale copy.
+ *
+ * Invariants:
+ *  (1) Nothing is read but the image as the kernel would mount it
+ *      (disk_fs); the tree rebuilt in memory (damaged-tree mode) only says
+ *      which keys and blocks are live.
+ *  (2) A data block in use now (allocation bitmap, the live tree, a live
+ *      file), inside the metadata area, holding a newer stale leaf, or
+ *      claimed by a newer (or equally new) deleted object is never presented
+ *      as a deleted file's content: its bytes are a hole listed in `missing`.
+ *  (3) Memory grows with the stale items found (at most
+ *      SALVAGE_DELETED_RECORDS_MAX records); time with the blocks read. */
+enum { SALVAGE_DELETED_RECORDS_MAX = 1 << 22 };
+
+struct salvage_deleted;
+
+struct salvage_deleted_options {
+	struct rfs_fs *live_fs;      /* the tree salvage walks (the image's, or one
+				      * rebuilt in memory) */
+	struct rfs_fs *disk_fs;      /* the image, journal replayed in memory, nothing
+				      * rebuilt: stale leaves and data are read here
+				      * (may be live_fs) */
+	bool live_nodes_on_disk;     /* live_fs's tree nodes are blocks of the image
+				      * (false when the tree was rebuilt in memory) */
+	const struct rfs_bitmap *used;      /* allocation bitmap (NULL: load disk_fs's) */
+	const struct rfs_bitmap *in_use[2]; /* more blocks in use now (rebuild's
+					     * accepted leaves, claimed data); may be NULL */
+	const struct rfs_bitmap *excluded;  /* never read as stale leaves (nested
+					     * filesystems); may be NULL */
+	struct rfs_index *index;     /* rebuild's evidence index: its leaf rows spare
+				      * reading blocks it scanned and found no leaf in;
+				      * may be NULL */
+	struct rfs_progress *progress;  /* may be NULL */
+};
+
+struct salvage_deleted_totals {
+	/* the scan */
+	uint64_t blocks_read;        /* free and journal blocks read */
+	bool from_index;             /* the index's leaf rows chose the free blocks read */
+	uint64_t blocks_skipped_by_index;  /* known from the index to hold no leaf */
+	uint64_t unreadable;         /* blocks the scan could not read */
+	uint64_t leaves_free, leaves_journal;  /* valid stale leaves (copies) */
+	uint64_t leaves_invalid;     /* leaf-looking blocks that fail validation */
+	uint64_t leaves_as_data;     /* free leaves taken for a deleted file's data */
+	uint64_t journal_transactions;  /* valid transactions found in the log */
+	uint64_t live_items_skipped; /* stale items of keys the tree holds */
+	bool records_truncated;      /* SALVAGE_DELETED_RECORDS_MAX reached */
+	bool live_incomplete;        /* the tree could not be walked to its end */
+	char live_error[200];        /* why (live_incomplete) */
+	/* the objects */
+	uint64_t objects, files, dirs, symlinks, others;
+	uint64_t files_complete;     /* every byte recovered (sha256 given) */
+	uint64_t files_partial;      /* with missing ranges */
+	uint64_t unresolved;         /* no stale name reaches them */
+	uint64_t names_only;         /* names whose object left no stat data */
+	uint64_t old_names;          /* stale names of live objects their directory
+				      * no longer has (renamed, moved, unlinked) */
+	uint64_t without_stat_data;  /* body items only: not extracted */
+	uint64_t not_created;        /* devices etc. recorded only */
+	uint64_t bytes;              /* data bytes written */
+};
+
+/* Finds the deleted objects: walks live_fs's tree (live keys and blocks),
+ * reads the journal area and every free block (or only those the index
+ * holds leaves in), chooses the newest copy of each item and the names.
+ * RFS_OK (also when the tree walk stopped early: totals say so and nothing
+ * is extracted), RFS_ERR_NOMEM, RFS_ERR_IO only for a failure that is not a
+ * block read.  *out is freed with salvage_deleted_free. */
+rfs_status salvage_deleted_scan(const struct salvage_deleted_options *o,
+				struct salvage_deleted **out, struct rfs_error *err);
+/* The walk's dir_entered hook (ctx is the struct salvage_deleted). */
+rfs_status salvage_deleted_dir_entered(void *ctx, uint32_t dir_id, uint32_t objectid,
+				       const struct strbuf *ipath, const struct strbuf *opath);
+/* Creates OUTDIR/deleted and extracts the deleted objects into it, appending
+ * their manifest and body-file lines (after the walk).  Errors are
+ * operational, as for salvage_run. */
+rfs_status salvage_deleted_extract(struct salvage_deleted *d, const struct salvage_options *opt,
+				   struct rfs_error *err);
+const struct salvage_deleted_totals *salvage_deleted_get_totals(const struct salvage_deleted *d);
+void salvage_deleted_free(struct salvage_deleted *d);
 
 #endif

@@ -7,6 +7,8 @@
  *   bit 0      --json (a summary object on stdout) instead of -q
  *   bits 1-2   --hash (none, tea, rupasov, r5)
  *   bit 3      --devices (device nodes, FIFOs and sockets are created)
+ *   bit 4      --deleted (stale items of free blocks and the journal area are
+ *              extracted under OUTDIR/deleted)
  *
  * Each run gets a fresh private directory P (under /dev/shm when there is
  * one) and OUTDIR = P/a/out, so a write that escapes OUTDIR by one or two
@@ -27,14 +29,23 @@
  *       size is read from disk stay sparse); the walk that measures it uses
  *       lstat and O_NOFOLLOW, so it never leaves OUTDIR;
  *  (S5) the tree under OUTDIR can be removed (directories are made
- *       searchable and writable first, as a user would have to).
+ *       searchable and writable first, as a user would have to);
+ *  (S6) with exit 0 or 4: OUTDIR/deleted exists exactly with --deleted;
+ *       manifest lines of status "deleted" appear only with --deleted, and
+ *       exactly they are extracted under deleted/ (extracted_as "deleted/..."
+ *       or null), every other line's extracted_as lies outside it.
  * Known answer on the pristine template: exit 0, 3 files, 2 directories,
  * 1 symlink; /d/t holds "hello log!\n" (the journal replayed in memory),
- * /f is 3172 bytes with its hole, /n is 67584 bytes.
+ * /f is 3172 bytes with its hole, /n is 67584 bytes.  With --deleted and a
+ * stale leaf added in free block T_STALE (a deleted file /gone, (2, 9), its
+ * stat data, a tail and an older root directory item naming it): the same
+ * live objects and report totals, plus deleted/gone holding exactly
+ * T_GONE_TEXT, status "deleted", its sha256 given.
  */
 #include "modes_common.h"
 
-enum { MAX_ALLOC = 256 << 20 };
+enum { MAX_ALLOC = 256 << 20, T_STALE = 610 };
+static const char T_GONE_TEXT[] = "deleted, not gone\n";
 
 static char run_dir[320], mid_dir[330], out_dir[340];
 static uint64_t walk_alloc;
@@ -124,9 +135,11 @@ static json_t *load_json_file(const char *dir, const char *name)
 	return j;
 }
 
-/* (S2) for manifest.jsonl; returns the number of lines. */
-static size_t check_manifest(void)
+/* (S2) and (S6) for manifest.jsonl; returns the number of lines, and in
+ * *deleted_lines those of status "deleted". */
+static size_t check_manifest(bool deleted, size_t *deleted_lines)
 {
+	*deleted_lines = 0;
 	char path[400];
 	snprintf(path, sizeof(path), "%s/manifest.jsonl", out_dir);
 	FILE *f = fopen(path, "r");
@@ -142,6 +155,12 @@ static size_t check_manifest(void)
 		CHECK(json_is_object(o));
 		CHECK(json_is_string(json_object_get(o, "path")));
 		CHECK(json_is_string(json_object_get(o, "status")));
+		bool is_deleted = strcmp(json_string_value(json_object_get(o, "status")), "deleted") == 0;
+		const char *as = json_string_value(json_object_get(o, "extracted_as"));
+		CHECK(!is_deleted || deleted);                       /* (S6) */
+		CHECK(is_deleted == (as != NULL && strncmp(as, "deleted/", 8) == 0) ||
+		      (is_deleted && as == NULL));
+		*deleted_lines += is_deleted;
 		json_decref(o);
 		n++;
 	}
@@ -152,7 +171,7 @@ static size_t check_manifest(void)
 	return n;
 }
 
-struct sv_facts { json_int_t files, dirs, symlinks; };
+struct sv_facts { json_int_t files, dirs, symlinks; size_t deleted_lines; };
 
 static int run_salvage(struct sv_facts *facts)
 {
@@ -160,13 +179,15 @@ static int run_salvage(struct sv_facts *facts)
 	CHECK(mkdir(mid_dir, 0700) == 0);
 	const char *argv[10];
 	int n = 0;
-	bool json = menv.flags & 1;
+	bool json = menv.flags & 1, deleted = menv.flags & 16;
 	argv[n++] = "salvage";
 	argv[n++] = json ? "--json" : "-q";
 	if (modes_hash_arg())
 		argv[n++] = modes_hash_arg();
 	if (menv.flags & 8)
 		argv[n++] = "--devices";
+	if (deleted)
+		argv[n++] = "--deleted";
 	argv[n++] = menv.img_path;
 	argv[n++] = out_dir;
 	argv[n] = NULL;
@@ -184,12 +205,18 @@ static int run_salvage(struct sv_facts *facts)
 		CHECK(status && strcmp(status, r.rc == 0 ? "complete" : "incomplete") == 0);
 		json_t *tot = json_object_get(rep, "totals");
 		CHECK((json_integer_value(json_object_get(tot, "errors")) == 0) == (r.rc == 0));
-		size_t lines = check_manifest();
+		size_t dlines;
+		size_t lines = check_manifest(deleted, &dlines);
 		CHECK(lines >= 1 || r.rc != 0);
+		char dpath[400];                                     /* (S6) */
+		snprintf(dpath, sizeof(dpath), "%s/deleted", out_dir);
+		struct stat dst;
+		CHECK((lstat(dpath, &dst) == 0 && S_ISDIR(dst.st_mode)) == deleted);
 		if (facts) {
 			facts->files = json_integer_value(json_object_get(tot, "files"));
 			facts->dirs = json_integer_value(json_object_get(tot, "dirs"));
 			facts->symlinks = json_integer_value(json_object_get(tot, "symlinks"));
+			facts->deleted_lines = dlines;
 		}
 		json_decref(rep);
 		if (json) {                                          /* (S3) */
@@ -204,10 +231,11 @@ static int run_salvage(struct sv_facts *facts)
 	return rc;
 }
 
+/* rel is OUTDIR-relative ("root/f", "deleted/gone"). */
 static void read_out_file(const char *rel, char *buf, size_t cap, size_t *len)
 {
 	char path[400];
-	snprintf(path, sizeof(path), "%s/root/%s", out_dir, rel);
+	snprintf(path, sizeof(path), "%s/%s", out_dir, rel);
 	int fd = open(path, O_RDONLY);
 	CHECK(fd >= 0);
 	ssize_t n = read(fd, buf, cap);
@@ -218,6 +246,29 @@ static void read_out_file(const char *rel, char *buf, size_t cap, size_t *len)
 	if ((size_t)n == cap)
 		*len = (size_t)st.st_size;
 	close(fd);
+}
+
+/* Writes into free block T_STALE what a kernel leaves behind after
+ * `rm /gone`: a leaf with the root directory item as it was (naming gone),
+ * gone's stat data and its tail; the bitmap marks the block free. */
+static void add_stale_leaf(void)
+{
+	uint8_t dir[200], sd_root[44], sd_gone[44], tail[24] = { 0 };
+	struct t_dirent er[] = { { ".", 1, 2 }, { "..", 0, 1 }, { "d", 2, 3 }, { "f", 2, 4 },
+				 { "l", 2, 5 }, { "n", 2, 7 }, { "gone", 2, 9 } };
+	uint16_t lr = t_dir(dir, er, 7);
+	t_stat(sd_root, 040755, 3, lr, 1);
+	t_stat(sd_gone, 0100640, 1, strlen(T_GONE_TEXT), 1);
+	memcpy(tail, T_GONE_TEXT, strlen(T_GONE_TEXT));
+	const struct t_item it[] = {
+		{ { 1, 2, 0, RFS_TYPE_STAT }, 0, sd_root, 44 },
+		{ { 1, 2, 1, RFS_TYPE_DIRENTRY }, 7, dir, lr },
+		{ { 2, 9, 0, RFS_TYPE_STAT }, 0, sd_gone, 44 },
+		{ { 2, 9, 1, RFS_TYPE_DIRECT }, 0, tail, 24 },
+	};
+	CHECK(menv.img_size >= (size_t)(T_STALE + 1) * T_BS);
+	t_leaf(menv.img + (size_t)T_STALE * T_BS, it, 4);
+	write_all(menv.img_fd, menv.img + (size_t)T_STALE * T_BS, T_BS, (uint64_t)T_STALE * T_BS);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -235,12 +286,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(f.files == 3 && f.dirs == 2 && f.symlinks == 1);
 		char buf[64];
 		size_t len;
-		read_out_file("d/t", buf, sizeof(buf), &len);
+		read_out_file("root/d/t", buf, sizeof(buf), &len);
 		CHECK(len == strlen(modes_tail_in_log) && memcmp(buf, modes_tail_in_log, len) == 0);
-		read_out_file("f", buf, sizeof(buf), &len);
+		read_out_file("root/f", buf, sizeof(buf), &len);
 		CHECK(len == T_FILE_SIZE);
-		read_out_file("n", buf, sizeof(buf), &len);
+		read_out_file("root/n", buf, sizeof(buf), &len);
 		CHECK(len == T_HOLDER_SIZE);
+		finish_run();
+		/* --deleted finds the stale leaf, and nothing live changes */
+		static const uint8_t with_deleted[6] = { 0, 16, 0, 0, 0, 0 };
+		CHECK(modes_load(with_deleted, sizeof(with_deleted)));
+		add_stale_leaf();
+		struct sv_facts g = { 0 };
+		CHECK(run_salvage(&g) == 0);
+		CHECK(g.files == 3 && g.dirs == 2 && g.symlinks == 1 && g.deleted_lines == 1);
+		read_out_file("deleted/gone", buf, sizeof(buf), &len);
+		CHECK(len == strlen(T_GONE_TEXT) && memcmp(buf, T_GONE_TEXT, len) == 0);
 		finish_run();
 	}
 	if (!modes_load(data, size))
