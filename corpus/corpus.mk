@@ -6,7 +6,9 @@
 #                        (fetches the Debian 6.1 kernel, boots it under qemu)
 #   make corpus-big      also build the big, not shipped images (160 MiB tree)
 #   make test-kernel     kernel-view check of 3 shipped images against their manifests,
-#                        and of 4 damaged images rebuilt by rfsck (test-kernel.sh --rebuilt)
+#                        of 4 damaged images rebuilt by rfsck (test-kernel.sh --rebuilt)
+#                        and of 46 damaged images repaired by rfsck fix, read and
+#                        written by the kernel (test-kernel.sh --fixed)
 #   make corpus-baseline damage recipes x reiserfsck, scored by the kernel view
 #   make corpus-selftest kernel-free self-test of damage/score/oracle (12 s)
 #   make bench-images    the large benchmark volumes (4 GiB / 32 GiB, kernel-written,
@@ -40,12 +42,14 @@ corpus-big: corpus-deps
 	$(CORPUS_PY) $(CORPUS_TOOLS)/build-corpus.py --big --only r36-bigtree
 
 # test-kernel: the shipped images as the kernel reads them, then images that
-# rfsck rebuilt (test-kernel.sh --rebuilt, with the release ./rfsck); both run,
-# the target fails if either fails.
+# rfsck rebuilt (test-kernel.sh --rebuilt) and images that rfsck fix repaired
+# (test-kernel.sh --fixed), the last two with the release ./rfsck; all three run, the
+# target fails if any fails.
 test-kernel: corpus-deps rfsck
 	@sh $(CORPUS_TOOLS)/test-kernel.sh; a=$$?; \
 	RFSCK=$(CURDIR)/rfsck sh $(CORPUS_TOOLS)/test-kernel.sh --rebuilt; b=$$?; \
-	[ $$a -eq 0 ] && [ $$b -eq 0 ]
+	RFSCK=$(CURDIR)/rfsck sh $(CORPUS_TOOLS)/test-kernel.sh --fixed; c=$$?; \
+	[ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$c -eq 0 ]
 
 # bench-images: the volumes `make bench` measures (build-bench-images.py;
 # BENCH_IMAGES_ARGS, e.g. "--only bench-4g" or "--force").

@@ -6,9 +6,12 @@
  * prompt, or --yes; --dry-run needs none); (3) the check passes run again in
  * fix mode on the target: the image through its undo log (default
  * IMAGE.rfsck-undo), a sparse copy (--output), or the in-memory overlay
- * (--dry-run, which then lists every block it would write); (4) a second
- * read-only check of the result sets the exit status: 1 when it is clean, else
- * what is left (4 or 6).
+ * (--dry-run, which then lists every block it would write), then the repairs
+ * that change the tree's shape (safe links; with --relink, orphans into
+ * /lost+found: src/repair_tree.h); (4) a second read-only check of the result
+ * sets the exit status: 1 when it is clean, else what is left (4 or 6).
+ * Without --relink, ORPHAN_OBJECT is answered "no" (reported and left); when
+ * nothing else is to be repaired, fix writes nothing and exits 6.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +23,58 @@
 
 #include "check.h"
 #include "cli_common.h"
+#include "repair_tree.h"
 #include "rfs/hash.h"
 
-enum { OPT_DRY_RUN = OPT_FIRST_COMMAND_OPTION, OPT_YES, OPT_UNDO, OPT_NO_UNDO, OPT_OUTPUT };
+enum { OPT_DRY_RUN = OPT_FIRST_COMMAND_OPTION, OPT_YES, OPT_UNDO, OPT_NO_UNDO, OPT_OUTPUT,
+       OPT_RELINK };
 
 struct fix_opts {
 	struct rfs_common_opts co;
-	bool dry_run, yes, no_undo;
+	bool dry_run, yes, no_undo, relink;
 	const char *undo, *output;
 };
+
+/* Problems fix leaves unless an option asks for their repair. */
+static const enum rfs_problem_code declined_without_relink[] = { PR_ORPHAN_OBJECT, PR_NONE };
+static const char declined_note[] = "left: fix links orphans into /lost+found only with --relink";
+
+/* Fixable problems of a check that this run would repair. */
+static uint64_t repairable(const struct rfs_reporter *rep, const struct fix_opts *o)
+{
+	uint64_t n = 0;
+	unsigned count;
+	const struct rfs_problem_def *t = rfs_problem_table(&count);
+	for (unsigned i = 1; i < count; i++)
+		if (t[i].severity == RFS_SEV_FIXABLE && !t[i].fix_pending &&
+		    !(t[i].code == PR_ORPHAN_OBJECT && !o->relink))
+			n += rfs_reporter_count(rep, t[i].code);
+	return n;
+}
+
+/* check_run_mode with fix's reporter options: the passes in fix mode (or dry
+ * run) on fs, then the tree-shape repairs. */
+static rfs_status run_repairs(struct rfs_fs *fs, const struct fix_opts *o, FILE *text,
+			      struct rfs_check *c, struct rfs_error *err)
+{
+	struct rfs_reporter_options ro = {
+		.mode = o->dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, .json = o->co.json,
+		.text = text, .verbose = o->co.verbose,
+		.declined = o->relink ? NULL : declined_without_relink,
+		.declined_note = declined_note };
+	c->fs = fs;
+	c->rep = rfs_reporter_new(&ro);
+	if (!c->rep)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
+	struct rfs_error he;
+	rfs_error_clear(&he);
+	c->hash_trusted = fs->hash_code != 0 && rfs_hash_selftest(&he) == RFS_OK;
+	rfs_status st = rfs_check_run(c, err);
+	if (st)
+		return st;
+	struct repair_tree_opts to = { .relink = o->relink, .dry_run = o->dry_run, .text = text };
+	return repair_tree_run(c, &to, err);
+}
 
 /* A read-only check of path; returns the check exit status, or 8. */
 static int verify(const char *path, const struct rfs_common_opts *co, struct rfs_check *c,
@@ -73,6 +119,7 @@ static int parse(int argc, char **argv, struct fix_opts *o)
 		{ "undo", required_argument, NULL, OPT_UNDO },
 		{ "no-undo", no_argument, NULL, OPT_NO_UNDO },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "relink", no_argument, NULL, OPT_RELINK },
 		{ NULL, 0, NULL, 0 } };
 	int opt;
 	optind = 1;
@@ -84,6 +131,7 @@ static int parse(int argc, char **argv, struct fix_opts *o)
 		case OPT_UNDO: o->undo = optarg; continue;
 		case OPT_NO_UNDO: o->no_undo = true; continue;
 		case OPT_OUTPUT: o->output = optarg; continue;
+		case OPT_RELINK: o->relink = true; continue;
 		}
 		int k = cli_common_option("fix", opt, optarg, &o->co);
 		if (k < 0)
@@ -130,6 +178,23 @@ int cmd_fix(int argc, char **argv)
 						       "fix repairs nothing" : "no problems; nothing to repair");
 			if (rc)
 				rfs_reporter_summary(pre.rep, stdout);
+		}
+		check_release(&pre);
+		return rc;
+	}
+	if (repairable(pre.rep, &o) == 0) {
+		/* only problems this run leaves: orphans without --relink, or
+		 * fixable ones whose repair this version lacks */
+		const char *why = !o.relink && rfs_reporter_count(pre.rep, PR_ORPHAN_OBJECT)
+			? "objects no name reaches are linked into /lost+found only with --relink"
+			: "this version repairs none of the problems found";
+		if (o.co.json) {
+			json_t *j = json_pack("{s:s, s:s, s:i, s:O}", "image", image, "result", why,
+					      "exit", rc, "problems", rfs_reporter_json(pre.rep));
+			cli_json_print(j);
+		} else if (text) {
+			printf("%s: nothing repaired: %s\n", image, why);
+			rfs_reporter_summary(pre.rep, stdout);
 		}
 		check_release(&pre);
 		return rc;
@@ -185,8 +250,7 @@ int cmd_fix(int argc, char **argv)
 		printf("  %s)\n", o.undo);
 	rfs_status st = cli_set_identity(fs, &err);
 	if (!st)
-		st = check_run_mode(fs, o.dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, text ? stdout : NULL,
-				o.co.json, o.co.verbose, &c, &err);
+		st = run_repairs(fs, &o, text ? stdout : NULL, &c, &err);
 	/* Blocks written by the repairs (into the overlay for --dry-run, where the
 	 * journal's replayed blocks count only when the repair flushes them). */
 	uint64_t *blocks = NULL;

@@ -45,13 +45,17 @@ static const struct command commands[] = {
 	  "  -v           list every problem (default: the first 5 of each code)\n"
 	  "  --json       one JSON object: verdict, exit, statistics, problems[]\n" },
 	{ "fix", cmd_fix,
-	  "fix [--dry-run | --yes] [--undo FILE | --no-undo] [--output NEW] [--json] IMAGE",
+	  "fix [--dry-run | --yes] [--undo FILE | --no-undo] [--output NEW] [--relink] [--json] IMAGE",
 	  "Repair the problems check marks fixable, and nothing else; when the tree\n"
 	  "needs a rebuild, repair nothing and exit 4.  Writes go through an undo log\n"
 	  "(default IMAGE.rfsck-undo; `rfsck undo` restores the image), or into a new\n"
 	  "sparse image (--output NEW, IMAGE untouched), or nowhere (--dry-run, which\n"
 	  "lists every repair and every block it would write).  Asks on a terminal;\n"
-	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n" },
+	  "--yes for scripts.  Exit 1 when a new check of the result is clean.\n"
+	  "Pending safe links are finished as the kernel's mount would (unlinks\n"
+	  "delete the object, truncates cut the file); tree changes are journaled.\n"
+	  "  --relink     link objects no name reaches into /lost+found (made if\n"
+	  "               missing) as DIRID_OBJECTID; without it they are only reported\n" },
 	{ "salvage", cmd_salvage, "salvage [--json] [-q] [--force] [--devices] [--deleted] [--scan] [--index DB] [--offset BYTES] [--mapfile MAP] IMAGE OUTDIR",
 	  "Copy every file, directory and symlink of the image into OUTDIR/root,\n"
 	  "with modes, owners (as root), times, hard links and holes, and write\n"

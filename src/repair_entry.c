@@ -2,15 +2,16 @@
  * repair_entry.c - removing one directory entry in place, for `rfsck fix`
  * (names that point nowhere, second names of a directory).
  *
- * The change stays inside one leaf and its parent's disk-child size: the
- * directory item is re-encoded without the entry (or the item removed when
- * it was the entry's only one), the bodies below it move up by the bytes
+ * Usually the change stays inside one leaf and its parent's disk-child size:
+ * the directory item is re-encoded without the entry (or the item removed
+ * when it was the entry's only one), the bodies below it move up by the bytes
  * freed, the leaf's free space grows by as much, and the parent's dc_size
- * shrinks by as much.  An item that would leave its leaf empty is not
- * removed (that needs a tree change: RFS_ERR_UNSUPPORTED, the problem stays
- * reported).  A directory item whose first entry goes gets the next entry's
- * offset as its key offset: still between its neighbours, and still at or
- * above the parent's delimiting key.
+ * shrinks by as much.  A directory item whose first entry goes gets the next
+ * entry's offset as its key offset.  When that changes the leaf's first key
+ * (the item is the leaf's first) or empties the leaf, the delimiting key
+ * above must follow, or the leaf must leave its parent: that change goes
+ * through the tree-edit layer (include/rfs/tree_edit.h), as one journaled
+ * commit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "check.h"
 #include "rfs/bytes.h"
 #include "rfs/tree.h"
+#include "rfs/tree_edit.h"
 
 /* Moves the bodies of items first..nr-1 up by delta bytes (they lie below
  * the changed item) and updates their locations. */
@@ -35,6 +37,78 @@ static void shift_bodies(uint8_t *leaf, int first, int nr, uint32_t delta)
 		size_t h = RFS_BLKH_SIZE + (size_t)j * RFS_IH_SIZE + IH_LOCATION;
 		le16_put(leaf, h, (uint16_t)(le16_at(leaf, h) + delta));
 	}
+}
+
+/* Encodes the entries of directory item (ih, body) but the victim-th into
+ * nb (ih->len bytes of room); *len, *n and *first (the new first entry's
+ * offset) are OUT. */
+static rfs_status encode_without(const struct rfs_item_head *ih, const uint8_t *body, int victim,
+				 uint8_t *nb, size_t *len, size_t *n, uint32_t *first)
+{
+	struct rfs_dirent_in *in = calloc(ih->free_or_count, sizeof(*in));
+	if (!in)
+		return RFS_ERR_NOMEM;
+	*n = 0;
+	for (int e = 0; e < ih->free_or_count; e++) {
+		if (e == victim)
+			continue;
+		struct rfs_dirent d;
+		rfs_dir_entry(body, ih->len, e, &d);
+		in[(*n)++] = (struct rfs_dirent_in){ .offset = d.offset, .dir_id = d.dir_id,
+						     .objectid = d.objectid, .state = d.state,
+						     .name = d.name, .name_len = d.name_len,
+						     .stored_len = d.stored_len };
+	}
+	rfs_status st = rfs_dir_item_encode(in, *n, RFS_KEY_V2, nb, ih->len, len);
+	if (!st)
+		*first = in[0].offset;
+	free(in);
+	return st;
+}
+
+static rfs_status write_through_repair(void *ctx, uint64_t blk, const void *buf,
+				       struct rfs_error *err)
+{
+	return repair_write(ctx, blk, buf, err);
+}
+
+/* The removal as a tree change: the item goes (its leaf too, when it was the
+ * leaf's only item) or is rewritten under its new first offset. */
+static rfs_status remove_by_tree_edit(struct rfs_check *c, const struct rfs_item_head *ih,
+				      const uint8_t *body, int victim, struct rfs_error *err)
+{
+	/* the passes' superblock copy goes first: the session reads and
+	 * writes the superblock (free count, root, height) itself */
+	rfs_status st = repair_sb_commit(c, err);
+	if (st)
+		return st;
+	struct rfs_tedit_options to = { .write = write_through_repair, .write_ctx = c };
+	struct rfs_tedit *te;
+	st = rfs_tedit_open(c->fs, &to, &te, err);
+	if (st)
+		return st;
+	if (ih->free_or_count == 1) {
+		st = rfs_tedit_delete(te, &ih->key, err);
+	} else {
+		uint8_t *nb = malloc(ih->len);
+		size_t len, n;
+		uint32_t first;
+		st = nb ? encode_without(ih, body, victim, nb, &len, &n, &first) : RFS_ERR_NOMEM;
+		if (st) {
+			st = rfs_error_set(err, st, RFS_NO_BLOCK, "re-encoding a directory item");
+		} else {
+			struct rfs_item_head nh = *ih;
+			nh.key.offset = first;
+			nh.len = (uint16_t)len;
+			nh.free_or_count = (uint16_t)n;
+			st = rfs_tedit_rekey(te, &ih->key, &nh, nb, err);
+		}
+		free(nb);
+	}
+	if (!st)
+		st = rfs_tedit_commit(te, err);
+	rfs_tedit_close(te);
+	return st;
 }
 
 rfs_status repair_remove_entry(struct rfs_check *c, struct rfs_cursor *cur, uint32_t dir_id,
@@ -69,11 +143,15 @@ rfs_status repair_remove_entry(struct rfs_check *c, struct rfs_cursor *cur, uint
 	struct rfs_dirent vd;
 	rfs_dir_entry(body, ih.len, victim, &vd);
 	uint32_t entry_bytes = RFS_DEH_SIZE + vd.stored_len;
+	if (pos == 0 && (victim == 0 || ih.free_or_count == 1)) {
+		/* the leaf's first key changes, or the leaf empties */
+		st = remove_by_tree_edit(c, &ih, body, victim, err);
+		if (!st && freed)
+			*freed = entry_bytes;
+		return st;
+	}
 	uint32_t delta;
 	if (ih.free_or_count == 1) {
-		if (nr == 1)
-			return rfs_error_set(err, RFS_ERR_UNSUPPORTED, lv->block,
-					     "removing the leaf's only item needs a tree change");
 		/* the whole item goes: heads after it move down, bodies up */
 		delta = ih.len;
 		shift_bodies(leaf, pos + 1, nr, delta);
@@ -83,26 +161,12 @@ rfs_status repair_remove_entry(struct rfs_check *c, struct rfs_cursor *cur, uint
 		le16_put(leaf, BLKH_NR_ITEMS, (uint16_t)(nr - 1));
 		delta += RFS_IH_SIZE;
 	} else {
-		struct rfs_dirent_in *in = calloc(ih.free_or_count, sizeof(*in));
 		uint8_t *nb = malloc(ih.len);
-		if (!in || !nb) {
-			free(in);
-			free(nb);
+		if (!nb)
 			return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "entry removal");
-		}
-		size_t n = 0;
-		for (int e = 0; e < ih.free_or_count; e++) {
-			if (e == victim)
-				continue;
-			struct rfs_dirent d;
-			rfs_dir_entry(body, ih.len, e, &d);
-			in[n++] = (struct rfs_dirent_in){ .offset = d.offset, .dir_id = d.dir_id,
-							  .objectid = d.objectid, .state = d.state,
-							  .name = d.name, .name_len = d.name_len,
-							  .stored_len = d.stored_len };
-		}
-		size_t len;
-		st = rfs_dir_item_encode(in, n, RFS_KEY_V2, nb, ih.len, &len);
+		size_t len, n;
+		uint32_t first;
+		st = encode_without(&ih, body, victim, nb, &len, &n, &first);
 		if (!st) {
 			delta = ih.len - (uint32_t)len;
 			/* the item keeps its end; its body starts delta bytes later */
@@ -114,12 +178,12 @@ rfs_status repair_remove_entry(struct rfs_check *c, struct rfs_cursor *cur, uint
 			le16_put(leaf, h + IH_LEN, (uint16_t)len);
 			le16_put(leaf, h + IH_FREE_OR_COUNT, (uint16_t)n);
 			if (victim == 0) {
+				/* not the leaf's first item: no delimiting key above */
 				struct rfs_key nk = ih.key;
-				nk.offset = in[0].offset;
+				nk.offset = first;
 				rfs_key_encode(&nk, ih.key_format, leaf + h + IH_KEY);
 			}
 		}
-		free(in);
 		free(nb);
 		if (st)
 			return rfs_error_set(err, st, lv->block, "re-encoding a directory item");

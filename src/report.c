@@ -155,16 +155,21 @@ bool problem_report(struct rfs_reporter *r, enum rfs_problem_code code,
 	r->count[code]++;
 	r->total++;
 	bool fixable = d->severity == RFS_SEV_FIXABLE && !d->fix_pending;
+	bool declined = false;
+	for (const enum rfs_problem_code *p = r->opt.declined; p && *p != PR_NONE; p++)
+		declined = declined || *p == code;
 	/* --dry-run repairs too, into the in-memory overlay, so that it can list
 	 * exactly the blocks the real run would write; only the wording differs. */
-	bool fix = r->opt.mode != RFS_MODE_CHECK && fixable;
+	bool fix = r->opt.mode != RFS_MODE_CHECK && fixable && !declined;
 	const char *answer = !fixable ? "none"
-			   : fix ? "fix" : r->opt.mode == RFS_MODE_DRY_RUN ? "would fix" : "no";
+			   : fix ? "fix" : !declined && r->opt.mode == RFS_MODE_DRY_RUN ? "would fix" : "no";
 	char msg[512];
 	rfs_problem_format(d, d->message, ctx, msg, sizeof(msg));
 	if (r->opt.text && (r->opt.verbose || r->count[code] <= r->opt.shown_per_code)) {
 		char fixmsg[256] = "";
-		if (fixable && r->opt.mode != RFS_MODE_CHECK)
+		if (fixable && declined && r->opt.mode != RFS_MODE_CHECK)
+			snprintf(fixmsg, sizeof(fixmsg), "%s", r->opt.declined_note ? r->opt.declined_note : "left");
+		else if (fixable && r->opt.mode != RFS_MODE_CHECK)
 			rfs_problem_format(d, r->opt.mode == RFS_MODE_FIX ? d->fix_done : d->fix_would,
 					   ctx, fixmsg, sizeof(fixmsg));
 		else if (d->fix_pending && r->opt.mode != RFS_MODE_CHECK)

@@ -91,10 +91,11 @@ def _add_bytes(tar, name, data, mode=0o644):
 
 
 def run_guest(image, recipe=None, mode="run", mountopts="rw", payload=(), timeout=None,
-              log_path=None, expect_crash=False):
+              log_path=None, expect_crash=False, extra_images=()):
     """Boot the guest once on IMAGE.  Returns dict with keys: status
     ('ok', 'crashed', 'mount_failed', 'no_output', 'timeout'), files (name -> bytes
-    from /out), seconds, log (serial console text)."""
+    from /out), seconds, log (serial console text).  extra_images are attached
+    after the output disk with the serials img1, img2, ... (mode "multi")."""
     info = kernel_info()
     timeout = timeout or int(os.environ.get("RFSCK_GUEST_TIMEOUT", "600"))
     work = tempfile.mkdtemp(prefix="rguest-", dir=cache_dir())
@@ -126,6 +127,14 @@ def run_guest(image, recipe=None, mode="run", mountopts="rw", payload=(), timeou
                "-drive", "file=%s,format=raw,if=virtio,cache=writeback" % os.path.abspath(image),
                "-drive", "file=%s,format=raw,if=virtio,readonly=on" % job,
                "-drive", "file=%s,format=raw,if=virtio" % out]
+        # extra disks in PCI slots 8 and up: probed after vda-vdc, which keep
+        # their names; the guest finds each by its serial
+        if len(extra_images) > 24:
+            raise ValueError("at most 24 extra images per boot")
+        for i, extra in enumerate(extra_images, 1):
+            cmd += ["-drive", "file=%s,format=raw,if=none,cache=writeback,id=img%d"
+                    % (os.path.abspath(extra), i),
+                    "-device", "virtio-blk-pci,drive=img%d,serial=img%d,addr=0x%x" % (i, i, 7 + i)]
         t0 = time.time()
         status = None
         try:

@@ -52,6 +52,11 @@ struct rfs_reporter_options {
 	int verbose;                 /* 0: first few per code; 1+: all */
 	unsigned shown_per_code;     /* text lines per code when not verbose */
 	uint64_t max_problems;       /* stop the run after this many (0 = no limit) */
+	/* FIXABLE codes answered "no" even in fix mode and --dry-run because the
+	 * option their repair needs was not given (fix's ORPHAN_OBJECT without
+	 * --relink): PR_NONE-terminated, or NULL.  Text shows declined_note. */
+	const enum rfs_problem_code *declined;
+	const char *declined_note;
 };
 
 struct rfs_reporter *rfs_reporter_new(const struct rfs_reporter_options *opt);

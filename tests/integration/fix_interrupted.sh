@@ -5,18 +5,24 @@
 # writes the repair needs.  Each run must end in exit 8 with an undo file
 # that restores the damaged image byte for byte, or (N past the end) in exit 1;
 # and after every interrupted run, a second `fix` (new undo file) must finish
-# the job: exit 1 and a clean check.  SQLite's before-or-after rule for images.
+# the job: exit 1, a clean check, and reiserfsck --check finds no corruption.
+# SQLite's before-or-after rule for images.
+# The safe-link and relink repairs change the tree's shape; each of their
+# commits is a journal transaction (include/rfs/tree_edit.h), so a stop at
+# any write leaves the old tree or a transaction the rerun replays: the
+# power-cut image with two pending unlinks, and an orphaned directory tree
+# relinked with --relink (lost+found made, then the link), are swept too.
 set -eu
 : "${RFSCK:?}" "${WORK:?}" "${TOP:?}"
 "$RFSCK" --version >/dev/null
 W=$WORK
 sum() { sha256sum "$1" | cut -d' ' -f1; }
 cases=0; runs=0
-sweep() {   # NAME DAMAGED_IMAGE
-	name=$1; src=$2
+sweep() {   # NAME DAMAGED_IMAGE [FIX OPTION]
+	name=$1; src=$2; opt=${3:-}
 	damaged=$(sum "$src")
 	cp "$src" "$W/probe.img"
-	"$RFSCK" fix --yes --json --no-undo "$W/probe.img" >"$W/probe.json" || [ $? -eq 1 ]
+	"$RFSCK" fix --yes --json --no-undo $opt "$W/probe.img" >"$W/probe.json" || [ $? -eq 1 ]
 	writes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["writes"])' "$W/probe.json")
 	[ "$writes" -ge 2 ] || { echo "$name: only $writes writes, not a useful sweep"; exit 1; }
 	n=1
@@ -24,7 +30,7 @@ sweep() {   # NAME DAMAGED_IMAGE
 		cp "$src" "$W/x.img"
 		rm -f "$W/x.img.rfsck-undo" "$W/x.img.second-undo"
 		set +e
-		RFSCK_TEST_STOP_AFTER_WRITE=$n "$RFSCK" fix --yes -q "$W/x.img" >/dev/null 2>"$W/err"
+		RFSCK_TEST_STOP_AFTER_WRITE=$n "$RFSCK" fix --yes -q $opt "$W/x.img" >/dev/null 2>"$W/err"
 		rc=$?
 		set -e
 		runs=$((runs + 1))
@@ -34,7 +40,7 @@ sweep() {   # NAME DAMAGED_IMAGE
 			"$RFSCK" undo -q "$W/x.img.rfsck-undo" "$W/y.img" >/dev/null
 			[ "$(sum "$W/y.img")" = "$damaged" ] || { echo "$name: undo after stop at write $n does not restore"; exit 1; }
 			set +e
-			"$RFSCK" fix --yes -q --undo "$W/x.img.second-undo" "$W/x.img" >/dev/null 2>"$W/err"
+			"$RFSCK" fix --yes -q $opt --undo "$W/x.img.second-undo" "$W/x.img" >/dev/null 2>"$W/err"
 			rc=$?
 			set -e
 			[ "$rc" -eq 1 ] || { echo "$name: rerun after stop at write $n: exit $rc"; cat "$W/err"; exit 1; }
@@ -42,6 +48,9 @@ sweep() {   # NAME DAMAGED_IMAGE
 			[ "$rc" -eq 1 ] || { echo "$name: no stop ($n > $writes writes): exit $rc"; cat "$W/err"; exit 1; }
 		fi
 		"$RFSCK" check -q "$W/x.img" || { echo "$name: not clean after stop at $n and rerun"; exit 1; }
+		cp "$W/x.img" "$W/rf.img"
+		reiserfsck --check --yes -q "$W/rf.img" >"$W/rf.log" 2>&1 ||
+			{ echo "$name: reiserfsck finds corruption after stop at $n and rerun"; tail -5 "$W/rf.log"; exit 1; }
 		n=$((n + 1))
 	done
 	cases=$((cases + 1))
@@ -55,4 +64,9 @@ for r in leaf-free-space dc-size root-nlink tree-height free-count; do
 done
 python3 "$TOP/corpus/tools/damage.py" zero-bitmaps "$W/d2.img" "$W/d3.img" --seed 1 --record "$W/r.json" >/dev/null
 sweep combined-damage "$W/d3.img"
+xz -dc "$TOP/corpus/images/r36-crash-safelink.prereplay.img.xz" >"$W/d4.img"
+sweep crash-safelink-unlinks "$W/d4.img"
+xz -dc "$TOP/corpus/images/r36-features-r5.img.xz" >"$W/d5.img"
+python3 "$TOP/tests/lib/fixable_damage.py" orphan "$W/d5.img" /deep >/dev/null
+sweep relink-directory-tree "$W/d5.img" --relink
 echo "$cases cases, $runs interrupted runs: undo restores, a rerun finishes"
