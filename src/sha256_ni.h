@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The 64 round constants of FIPS 180-4 4.2.2 (defined in sha256.c). */
+extern const uint32_t sha256_k[64];
+
 bool sha256_ni_available(void);
 void sha256_ni_blocks(uint32_t h[8], const uint8_t *p, size_t n);
 
