@@ -6,6 +6,13 @@
  * passes of src/check.c, and derives the exit status from the problems found:
  * 0 clean, 6 only fixable problems, 4 problems that need rebuild, 8 when the
  * image cannot be checked at all.
+ *
+ * --max-problems N stops the passes once N problems were reported (a budget
+ * for badly damaged images).  The exit status then covers only what was
+ * checked before the stop, so a run that stopped says so ("complete": false
+ * in JSON, a line in the text): without it, a 6 from a cut-short run reads
+ * as "fix repairs everything" when an unchecked part may need a rebuild
+ * (docs/robustness.md, finding F12).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +112,8 @@ int cmd_check(int argc, char **argv)
 		goto out;
 	}
 	rc = rfs_report_exit(c.rep);
+	/* The passes test the same predicate to stop early. */
+	bool stopped = rfs_reporter_exhausted(c.rep);
 	if (co.json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "image", json_string(image));
@@ -112,6 +121,7 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(o, "exit", json_integer(rc));
 		json_object_set_new(o, "journal_replayed_in_memory", json_integer(c.fs->journal.replayed));
 		json_object_set_new(o, "namespace_checked", json_boolean(!c.skipped_semantic));
+		json_object_set_new(o, "complete", json_boolean(!stopped));
 		json_object_set_new(o, "statistics", stats_json(&c));
 		json_object_set_new(o, "problems", json_incref(rfs_reporter_json(c.rep)));
 		if (cli_json_print(o))
@@ -121,6 +131,10 @@ int cmd_check(int argc, char **argv)
 		printf("\n%s: %s\n", image, rc == 0 ? "no problems found"
 			 : rc == 6 ? "problems found that `rfsck fix` repairs"
 				   : "problems found that need `rfsck rebuild`");
+		if (stopped)
+			printf("  (stopped at --max-problems %llu: the rest was not checked, so a full\n"
+			       "   check may find more, including problems that need rebuild)\n",
+			       (unsigned long long)max_problems);
 		if (c.skipped_semantic)
 			printf("  (namespace not checked: %llu damaged subtree(s) were skipped)\n",
 			       (unsigned long long)c.bad_nodes);

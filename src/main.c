@@ -43,7 +43,9 @@ static const struct command commands[] = {
 	  "transactions are replayed in memory only.  Exit 0 clean, 6 fixable\n"
 	  "problems, 4 problems that need rebuild, 8 cannot check.\n"
 	  "  -v           list every problem (default: the first 5 of each code)\n"
-	  "  --json       one JSON object: verdict, exit, statistics, problems[]\n" },
+	  "  --json       one JSON object: verdict, exit, statistics, problems[]\n"
+	  "  --max-problems N  stop after N problems; the verdict then covers only\n"
+	  "               what was checked (said in the text; JSON \"complete\": false)\n" },
 	{ "fix", cmd_fix,
 	  "fix [--dry-run | --yes] [--undo FILE | --no-undo] [--output NEW] [--relink] [--json] IMAGE",
 	  "Repair the problems check marks fixable, and nothing else; when the tree\n"

@@ -7,12 +7,16 @@
 #   make fuzz-seeds     only (re)make build/fuzz/seeds/ from the public corpus
 #   make fuzz-regress   replay tests/fuzz/regressions/<target>/* through the
 #                       harnesses built with $(CC) + ASan/UBSan and a plain main()
-#                       (no clang needed; this is the one for `make test`)
+#                       (no clang needed; this is the one for `make test`), then
+#                       the public fuzzed images through every mode (replay_public.sh)
 #   make fuzz-one FUZZ_TARGET=leaf   run one harness
 #   make fuzz-modes     only the whole-mode harnesses (check, rebuild, salvage)
+#   make fuzz-deps      install what the libFuzzer build needs (as root, like
+#                       `make deps`); every clang object and the seeds depend on it
 #
 # Variables: FUZZ_SECONDS (per harness, default 60), FUZZ_TARGETS, FUZZ_CC,
-# FUZZ_PUBLIC (the public corpus), FUZZ_ARGS (extra libFuzzer flags).
+# FUZZ_PUBLIC (the public corpus), FUZZ_ARGS (extra libFuzzer flags),
+# FUZZ_DEB (the Debian packages of the clang build).
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
@@ -34,19 +38,25 @@ FUZZ_DIR     := build/fuzz
 FUZZ_SA_DIR  := build/fuzz-standalone
 FUZZ_REG_DIR := tests/fuzz/regressions
 FUZZ_PKGS    := sqlite3 libmagic jansson
-FUZZ_LIBS    := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lpthread -lm
+# Debian 12: clang is clang 14, and libFuzzer's and the sanitizers' runtime
+# (libclang-rt-14-dev) is only a Recommends of it, which install-deps.sh does
+# not pull in; python3 makes the seeds.
+FUZZ_DEB     ?= clang libclang-rt-14-dev python3
+# FUZZ_LIBS and FUZZ_BASE ask pkg-config when used (=, not :=): on a fresh
+# machine the libraries are installed by fuzz-deps after this file is read.
+FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lpthread -lm
 FUZZ_WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
                 -Wformat=2 -Wno-format-nonliteral -Wvla
-FUZZ_BASE    := -std=c17 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude $(FUZZ_WARN) \
+FUZZ_BASE     = -std=c17 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude $(FUZZ_WARN) \
                 $(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null) \
                 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -DRFS_TEST_BUILD
 # Library objects get coverage instrumentation without libFuzzer's main().
 # clang warns about the deliberate literal concatenation in an array of SQL
 # strings (rebuild/scan.c), which gcc, the project's compiler, does not.
 FUZZ_CLANG_ONLY := -Wno-string-concatenation
-FUZZ_LIB_FLAGS := $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=fuzzer-no-link,address,undefined
-FUZZ_BIN_FLAGS := $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=fuzzer,address,undefined
-FUZZ_SA_FLAGS  := $(FUZZ_BASE) -fsanitize=address,undefined
+FUZZ_LIB_FLAGS  = $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_BIN_FLAGS  = $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=fuzzer,address,undefined
+FUZZ_SA_FLAGS   = $(FUZZ_BASE) -fsanitize=address,undefined
 
 # Everything the top Makefile links into rfsck except main(): the mode
 # harnesses call the command entry points, which need rebuild/ and index/
@@ -61,26 +71,34 @@ FUZZ_SEEDS   := $(FUZZ_DIR)/seeds/.stamp
 # The standalone (no clang) build links the ASan library of the top Makefile.
 FUZZ_ASAN_LIB ?= build/asan/librfs.a
 
-.PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress fuzz-one fuzz-run-one fuzz-clean
+.PHONY: fuzz fuzz-modes fuzz-build fuzz-deps fuzz-seeds fuzz-regress fuzz-one fuzz-run-one fuzz-clean
+
+# A fresh machine needs no manual step: as root this installs the build
+# libraries and clang + its runtime (tests/install-deps.sh, as `make deps`
+# does); otherwise it names the missing packages and fails.  Order-only
+# prerequisite of every clang object and of the seeds, so it runs once per
+# make and never forces a rebuild.
+fuzz-deps:
+	@sh tests/install-deps.sh $(DEB_BUILD) $(FUZZ_DEB)
 
 fuzz-build: $(FUZZ_BINS)
 
 $(FUZZ_DIR)/librfs.a: $(FUZZ_LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(FUZZ_DIR)/src/%.o: src/%.c $(FUZZ_HDRS)
+$(FUZZ_DIR)/src/%.o: src/%.c $(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -c -o $@ $<
 
-$(FUZZ_DIR)/rebuild/%.o: rebuild/%.c $(FUZZ_HDRS)
+$(FUZZ_DIR)/rebuild/%.o: rebuild/%.c $(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -c -o $@ $<
 
-$(FUZZ_DIR)/index/%.o: index/%.c $(FUZZ_HDRS)
+$(FUZZ_DIR)/index/%.o: index/%.c $(FUZZ_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -c -o $@ $<
 
-$(FUZZ_DIR)/gen/index_schema.o: $(GEN_SCHEMA)
+$(FUZZ_DIR)/gen/index_schema.o: $(GEN_SCHEMA) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -c -o $@ $<
 
@@ -88,13 +106,13 @@ $(FUZZ_DIR)/gen/index_schema.o: $(GEN_SCHEMA)
 # on every call) has no branch worth fuzzing, and under coverage
 # instrumentation it took 90 % of a salvage execution: compiled with the
 # sanitizers but without coverage.
-$(FUZZ_DIR)/src/sha256.o: FUZZ_LIB_FLAGS := $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=address,undefined
+$(FUZZ_DIR)/src/sha256.o: FUZZ_LIB_FLAGS = $(FUZZ_BASE) $(FUZZ_CLANG_ONLY) -fsanitize=address,undefined
 
 # The mode harnesses share modes_common.h (template, runner, contracts).
 $(FUZZ_MODE_TARGETS:%=$(FUZZ_DIR)/fuzz_%) $(FUZZ_MODE_TARGETS:%=$(FUZZ_SA_DIR)/fuzz_%): \
 	tests/fuzz/modes_common.h
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/librfs.a
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/librfs.a | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_BIN_FLAGS) -o $@ $< $(FUZZ_DIR)/librfs.a $(FUZZ_LIBS)
 
@@ -104,7 +122,7 @@ $(FUZZ_SA_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone_main.c $(FUZZ_A
 
 fuzz-seeds: $(FUZZ_SEEDS)
 
-$(FUZZ_SEEDS): tests/fuzz/make_seeds.py
+$(FUZZ_SEEDS): tests/fuzz/make_seeds.py | fuzz-deps
 	@mkdir -p $(dir $@)
 	python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds $(FUZZ_PUBLIC)
 	@touch $@
@@ -120,7 +138,7 @@ define fuzz_run
 $(FUZZ_DIR)/corpus/$(1) $(FUZZ_DIR)/seeds/$(1)"; \
 	echo "== fuzz $(1): $$cmd"; \
 	$$cmd > $(FUZZ_DIR)/logs/$(1).log 2>&1; rc=$$?; \
-	grep -E '^#[0-9]+ +(DONE|INITED)|^stat::|SUMMARY|ERROR' $(FUZZ_DIR)/logs/$(1).log | tail -n 12; \
+	grep -E '^#[0-9]+[[:space:]]+(DONE|INITED)|^stat::|SUMMARY|ERROR' $(FUZZ_DIR)/logs/$(1).log | tail -n 12; \
 	found=0; \
 	for a in $(FUZZ_DIR)/artifacts/$(1)/*; do \
 	  [ -f "$$a" ] || continue; found=1; \
@@ -148,6 +166,10 @@ fuzz: fuzz-build fuzz-seeds
 	@if [ -s $(FUZZ_DIR)/failed ]; then echo "fuzz: findings in: $$(tr '\n' ' ' < $(FUZZ_DIR)/failed)"; exit 1; fi
 	@echo "fuzz: no findings in $(FUZZ_SECONDS) s per harness"
 
+# The three whole-mode harnesses only, FUZZ_SECONDS each.
+fuzz-modes:
+	@$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) fuzz FUZZ_TARGETS="$(FUZZ_MODE_TARGETS)"
+
 FUZZ_TARGET ?= leaf
 fuzz-one: $(FUZZ_DIR)/fuzz_$(FUZZ_TARGET) fuzz-seeds
 	@rm -f $(FUZZ_DIR)/failed
@@ -159,9 +181,12 @@ fuzz-run-one:
 
 # Every reproducer must have its .txt; each runs in its own process so one
 # finding does not hide another.  An "env: VAR=value ..." line in the .txt
-# sets variables for that reproducer only (RFS_FUZZ_STRICT=1 turns off a
-# harness's tolerance of a known open issue, see fuzz_rebuild.c).
-fuzz-regress: $(FUZZ_SA_BINS)
+# sets variables for that reproducer only (RFS_FUZZ_STRICT=0 would turn on
+# fuzz_rebuild.c's tolerance of finding F1).  Then replay_public.sh runs the
+# ASan rfsck's check, fix --dry-run, rebuild --dry-run and salvage on every
+# image of $(FUZZ_PUBLIC)/fuzzed and /negative, whole, with the harnesses'
+# contracts (skipped, with a message, when there is no public corpus).
+fuzz-regress: $(FUZZ_SA_BINS) $(ASAN_DIR)/rfsck
 	@fail=0; n=0; \
 	for t in $(FUZZ_TARGETS); do \
 	  d=$(FUZZ_REG_DIR)/$$t; [ -d $$d ] || continue; \
@@ -175,7 +200,10 @@ fuzz-regress: $(FUZZ_SA_BINS)
 	      fail=$$((fail + 1)); fi; \
 	  done; \
 	done; \
-	echo "fuzz-regress: $$n reproducer(s), $$fail failed"; [ $$fail -eq 0 ]
+	echo "fuzz-regress: $$n reproducer(s), $$fail failed"; \
+	w=$$(mktemp -d "$${TMPDIR:-/tmp}/rfsck-fuzz-public.XXXXXX"); \
+	sh tests/fuzz/replay_public.sh $(CURDIR)/$(ASAN_DIR)/rfsck $(FUZZ_PUBLIC) $$w; prc=$$?; \
+	rm -rf $$w; [ $$fail -eq 0 ] && { [ $$prc -eq 0 ] || [ $$prc -eq 77 ]; }
 
 fuzz-clean:
 	rm -rf $(FUZZ_DIR) $(FUZZ_SA_DIR)
