@@ -54,8 +54,14 @@ rfs_status check_run_mode(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, boo
 {
 	struct rfs_reporter_options ro = { .mode = mode, .json = json, .text = text,
 					   .verbose = verbose };
+	return check_run_with(fs, &ro, c, err);
+}
+
+rfs_status check_run_with(struct rfs_fs *fs, const struct rfs_reporter_options *ro,
+			  struct rfs_check *c, struct rfs_error *err)
+{
 	c->fs = fs;
-	c->rep = rfs_reporter_new(&ro);
+	c->rep = rfs_reporter_new(ro);
 	if (!c->rep)
 		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
 	struct rfs_error he;

@@ -70,6 +70,10 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err);
  * caller frees with check_release. */
 rfs_status check_run_mode(struct rfs_fs *fs, enum rfs_mode mode, FILE *text, bool json,
 			  int verbose, struct rfs_check *c, struct rfs_error *err);
+/* The same with the reporter's options given whole (fix's declined codes). */
+struct rfs_reporter_options;
+rfs_status check_run_with(struct rfs_fs *fs, const struct rfs_reporter_options *ro,
+			  struct rfs_check *c, struct rfs_error *err);
 void check_release(struct rfs_check *c);
 
 rfs_status rfs_check_run(struct rfs_check *c, struct rfs_error *err);

@@ -62,14 +62,7 @@ static rfs_status run_repairs(struct rfs_fs *fs, const struct fix_opts *o, FILE 
 		.text = text, .verbose = o->co.verbose,
 		.declined = o->relink ? NULL : declined_without_relink,
 		.declined_note = declined_note };
-	c->fs = fs;
-	c->rep = rfs_reporter_new(&ro);
-	if (!c->rep)
-		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "reporter");
-	struct rfs_error he;
-	rfs_error_clear(&he);
-	c->hash_trusted = fs->hash_code != 0 && rfs_hash_selftest(&he) == RFS_OK;
-	rfs_status st = rfs_check_run(c, err);
+	rfs_status st = check_run_with(fs, &ro, c, err);
 	if (st)
 		return st;
 	struct repair_tree_opts to = { .relink = o->relink, .dry_run = o->dry_run, .text = text };
