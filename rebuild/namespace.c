@@ -403,8 +403,9 @@ static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *er
 static const char obj_sql[] =
 	"DROP TABLE IF EXISTS temp.obj;"
 	"CREATE TEMP TABLE obj(dir_id INTEGER, objectid INTEGER, is_dir INTEGER, has_sd INTEGER,"
-	" create_sd INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;"
-	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd)"
+	" sd_dir INTEGER, create_sd INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;"
+	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd, sd_dir)"
 	" SELECT dir_id, objectid,"
 	/* the stat data's type, unless every other item says the other one (a
 	 * flipped mode: check's MODE_WRONG; emit rewrites the mode) */
@@ -416,7 +417,8 @@ static const char obj_sql[] =
 	"    WHEN 32768 THEN max(type = 3) = 1 AND max(type IN (1, 2)) = 0"
 	"    ELSE 0 END"
 	"   ELSE max(type = 3) END,"
-	"  max(type = 0)"
+	"  max(type = 0),"
+	"  (max(CASE WHEN type = 0 THEN sd_mode END) & 61440) = 16384"
 	" FROM item WHERE win = 1 AND dir_id <> 4294967295 GROUP BY dir_id, objectid;"
 	"UPDATE obj SET create_sd = CASE WHEN is_dir THEN 2 ELSE 1 END WHERE has_sd = 0;";
 
@@ -430,10 +432,8 @@ static rfs_status keep_dirs_with_dot(struct rb_ctx *c, struct rfs_error *err)
 	rfs_status st = rfs_index_prepare(c->ix,
 		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM item i JOIN obj o"
 		" ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
-		" WHERE o.is_dir = 0 AND o.has_sd = 1 AND i.win = 1 AND i.type IN (1, 2)"
-		" AND i.offset = 1 AND i.block IS NOT NULL AND EXISTS (SELECT 1 FROM item s"
-		"  WHERE s.dir_id = i.dir_id AND s.objectid = i.objectid AND s.type = 0"
-		"  AND s.win = 1 AND (s.sd_mode & 61440) = 16384)", &q, err);
+		" WHERE o.sd_dir = 1 AND o.is_dir = 0 AND i.win = 1 AND i.type IN (1, 2)"
+		" AND i.offset = 1 AND i.block IS NOT NULL", &q, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix,
 			"UPDATE obj SET is_dir = 1 WHERE dir_id = ? AND objectid = ?", &u, err);
