@@ -31,9 +31,9 @@ static rfs_status rebuild_map(struct rfs_check *c, struct rfs_error *err)
 	if (!ids)
 		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "objectid map");
 	ids[0] = RFS_ROOT_PARENT_OBJECTID;
-	for (size_t i = 0; i < c->objects.cap; i++)
-		if (c->objects.slots[i].flags & RFS_OBJ_HAS_SD)
-			ids[n++] = c->objects.slots[i].objectid;
+	for (size_t i = 0; i < c->objects.count; i++)
+		if (rfs_objtab_at(&c->objects, i)->flags & RFS_OBJ_HAS_SD)
+			ids[n++] = rfs_objtab_at(&c->objects, i)->objectid;
 	qsort(ids, n, sizeof(*ids), cmp_u32);
 	/* runs as boundary pairs, written in place over ids (never longer) */
 	uint32_t cap = (c->fs->bs - sb->sb_size) / 4;
@@ -129,8 +129,8 @@ rfs_status check_pass_objectid(struct rfs_check *c, struct rfs_error *err)
 	}
 	if (!sorted)
 		goto repair;   /* membership is meaningless in an unsorted map */
-	for (size_t i = 0; i < c->objects.cap; i++) {
-		const struct rfs_objinfo *o = &c->objects.slots[i];
+	for (size_t i = 0; i < c->objects.count; i++) {
+		const struct rfs_objinfo *o = rfs_objtab_at(&c->objects, i);
 		if (!(o->flags & RFS_OBJ_HAS_SD) || oid_used(map, n, o->objectid))
 			continue;
 		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();

@@ -98,7 +98,7 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 		s->depth--;
 		return RFS_OK;
 	}
-	uint32_t dd = dir->dir_id, dobj = dir->objectid;   /* dir may move when the table grows */
+	uint32_t dd = dir->dir_id, dobj = dir->objectid;
 	struct rfs_dirent_list e = { 0 };
 	struct rfs_error err;
 	rfs_error_clear(&err);
@@ -158,8 +158,6 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 		if (t->flags & RFS_OBJ_REACHED)
 			continue;
 		t->flags |= RFS_OBJ_REACHED;
-		t->parent_dir_id = dd;
-		t->parent_objectid = dobj;
 		if (is_dir) {
 			st = walk_dir(s, t, dd, dobj);
 			if (st)
@@ -283,9 +281,9 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 	if (st)
 		return st;
 	/* Types first: the namespace walk must see every directory as one. */
-	for (size_t i = 0; i < c->objects.cap && !st; i++)
-		if (c->objects.slots[i].flags & RFS_OBJ_MODE_FROM_ITEMS)
-			st = check_mode(&s, &c->objects.slots[i]);
+	for (size_t i = 0; i < c->objects.count && !st; i++)
+		if (rfs_objtab_at(&c->objects, i)->flags & RFS_OBJ_MODE_FROM_ITEMS)
+			st = check_mode(&s, rfs_objtab_at(&c->objects, i));
 	struct rfs_objinfo *root = rfs_objtab_find(&c->objects, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID);
 	if (st) {
 		rfs_cursor_free(&s.cur);
@@ -304,8 +302,8 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 	root->flags |= RFS_OBJ_REACHED;
 	st = walk_dir(&s, root, 0, RFS_ROOT_PARENT_OBJECTID);
 	if (st == RFS_OK) {
-		for (size_t i = 0; i < c->objects.cap && !rfs_reporter_exhausted(c->rep); i++) {
-			struct rfs_objinfo *o = &c->objects.slots[i];
+		for (size_t i = 0; i < c->objects.count && !rfs_reporter_exhausted(c->rep); i++) {
+			struct rfs_objinfo *o = rfs_objtab_at(&c->objects, i);
 			if (!(o->flags & RFS_OBJ_HAS_SD))
 				continue;
 			if (!(o->flags & RFS_OBJ_REACHED)) {

@@ -306,7 +306,7 @@ static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs
 			continue;
 		}
 		rfs_bitmap_set(&c->claimed, p);
-		w->obj->unfm++;
+		w->obj->unfm = rfs_sat_add32(w->obj->unfm, 1);
 	}
 	w->next_off = ih->key.offset + (uint64_t)n * c->fs->bs;
 	w->obj->body_end = w->next_off - 1;
@@ -429,7 +429,8 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 			w->obj->body_end = w->next_off - 1;
 			w->obj->flags |= RFS_OBJ_HAS_DIRECT;
 			if (!w->obj->first_direct)
-				w->obj->first_direct = ih.key.offset;
+				w->obj->first_direct = ih.key.offset > UINT32_MAX ? UINT32_MAX
+								     : (uint32_t)ih.key.offset;
 			break;
 		case RFS_TYPE_DIRENTRY:
 			check_dir_item(w, blk, i, &ih, body);

@@ -72,8 +72,8 @@ static rfs_status collect(struct relink *r, struct rfs_error *err)
 	r->v = calloc(t->count + 1, sizeof(*r->v));
 	if (!r->v)
 		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "orphan list");
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct rfs_objinfo *x = &t->slots[i];
+	for (size_t i = 0; i < t->count; i++) {
+		const struct rfs_objinfo *x = rfs_objtab_at(t, i);
 		if ((x->flags & RFS_OBJ_HAS_SD) && !(x->flags & (RFS_OBJ_REACHED | RFS_OBJ_SAFELINK)))
 			r->v[r->n++] = (struct orphan){ .d = x->dir_id, .o = x->objectid,
 							.dir = rfs_mode_type(x->mode) == RFS_FT_DIR };

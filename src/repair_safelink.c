@@ -198,9 +198,9 @@ static rfs_status truncate_file(struct rfs_check *c, struct rfs_tedit *te, uint3
 	if (nsd.blocks != sd->blocks || nsd.first_direct_byte != sd->first_direct_byte)
 		st = repair_tree_put_sd(te, d, o, &nsd, err);
 	if (oi && !st) {
-		oi->unfm = unfm;
+		oi->unfm = (uint32_t)unfm;   /* never above what it was */
 		if (!has_direct)
-			oi->flags &= ~(uint32_t)RFS_OBJ_HAS_DIRECT;
+			oi->flags &= (uint8_t)~RFS_OBJ_HAS_DIRECT;
 	}
 	return st;
 }
@@ -238,8 +238,8 @@ static rfs_status add_gone(struct gone *g, uint32_t d, uint32_t o, struct rfs_er
 /* Whether an object with a stat data still uses objectid o. */
 static bool objectid_in_use(const struct rfs_check *c, const struct gone *g, uint32_t o)
 {
-	for (size_t i = 0; i < c->objects.cap; i++) {
-		const struct rfs_objinfo *x = &c->objects.slots[i];
+	for (size_t i = 0; i < c->objects.count; i++) {
+		const struct rfs_objinfo *x = rfs_objtab_at(&c->objects, i);
 		if (x->objectid == o && (x->flags & RFS_OBJ_HAS_SD) && !is_gone(g, x->dir_id, o))
 			return true;
 	}

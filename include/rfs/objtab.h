@@ -2,8 +2,17 @@
  * objtab.h - per-object state collected by check's tree pass and used by the
  * semantic pass: what the stat data says and what the items hold.
  *
- * Memory is one fixed-size record per object that has items in the tree
- * (about 72 bytes), in an open-addressing table that doubles when half full.
+ * Layout, chosen so that memory follows the number of objects closely (a
+ * volume with a million files must not cost hundreds of MiB):
+ *  - records are dense, in arrival order (key order on a healthy tree), in
+ *    fixed chunks of RFS_OBJTAB_CHUNK records that never move: a pointer to
+ *    a record stays valid until rfs_objtab_free, whatever is added later;
+ *  - lookup goes through an open-addressing index of 8-byte slots (a 32-bit
+ *    tag of the key's hash and the record number), at most 3/4 full, so a
+ *    probe reads records only when the tag matches; growing the index
+ *    rehashes the records in order and never copies them.
+ * Cost per object: sizeof(struct rfs_objinfo) (64 bytes) plus 11-21 bytes of
+ * index.  At most UINT32_MAX - 1 records (RFS_ERR_LIMIT beyond).
  */
 #ifndef RFS_OBJTAB_H
 #define RFS_OBJTAB_H
@@ -24,34 +33,58 @@ enum rfs_obj_flags {
 	RFS_OBJ_MODE_FROM_ITEMS = 1u << 6,   /* every item says the other type: the mode flipped */
 };
 
+/* Counters that could exceed 32 bits only on a hostile image saturate at
+ * UINT32_MAX (rfs_sat_add32): a saturated count never equals what a stat
+ * data can honestly say, so the rule that reads it still reports. */
 struct rfs_objinfo {
-	uint32_t dir_id, objectid;      /* (0, 0) marks an empty slot */
-	uint32_t flags;
-	uint16_t mode;
-	uint8_t sd_version;
+	uint32_t dir_id, objectid;      /* never both 0 */
+	uint64_t size;                  /* from the stat data */
+	uint64_t body_end;              /* first byte after the last body item */
+	uint64_t dir_bytes;             /* sum of 16 + stored name length */
 	uint32_t nlink;                 /* from the stat data */
 	uint32_t names;                 /* names found by the namespace walk */
-	uint64_t size;                  /* from the stat data */
 	uint32_t blocks;                /* from the stat data */
-	uint64_t body_end;              /* first byte after the last body item */
-	uint64_t unfm;                  /* non-zero unformatted pointers */
-	uint64_t dir_bytes;             /* sum of 16 + stored name length */
-	uint32_t parent_dir_id, parent_objectid;   /* directory that first named it */
+	uint32_t unfm;                  /* non-zero unformatted pointers (saturating) */
+	uint32_t first_direct;          /* key offset of the first direct item, 0 = none,
+					 * UINT32_MAX for any offset above 32 bits */
 	uint32_t sd_first_direct;       /* v1 stat data: first_direct_byte as stored */
-	uint64_t first_direct;          /* key offset of the first direct item, 0 = none */
+	uint16_t mode;
+	uint8_t sd_version;
+	uint8_t flags;                  /* enum rfs_obj_flags */
+};
+
+enum { RFS_OBJTAB_CHUNK = 16384 };
+
+struct rfs_objtab_slot {
+	uint32_t tag;                   /* high half of the key's hash */
+	uint32_t rec;                   /* record number + 1; 0 = empty */
 };
 
 struct rfs_objtab {
-	struct rfs_objinfo *slots;
-	size_t cap, count;
+	struct rfs_objinfo **chunks;
+	size_t nchunks, chunks_cap;
+	struct rfs_objtab_slot *index;
+	size_t cap;                     /* index slots: 0 or a power of two */
+	size_t count;                   /* records */
 };
 
-/* Finds or creates the record of (dir_id, objectid); never both 0. */
+/* Finds or creates the record of (dir_id, objectid); never both 0.  A new
+ * record is zero apart from its key. */
 rfs_status rfs_objtab_get(struct rfs_objtab *t, uint32_t dir_id, uint32_t objectid,
 			  struct rfs_objinfo **out);
 /* Finds a record, or NULL. */
 struct rfs_objinfo *rfs_objtab_find(const struct rfs_objtab *t, uint32_t dir_id,
 				    uint32_t objectid);
+/* Record i (0 <= i < t->count), in arrival order. */
+static inline struct rfs_objinfo *rfs_objtab_at(const struct rfs_objtab *t, size_t i)
+{
+	return &t->chunks[i / RFS_OBJTAB_CHUNK][i % RFS_OBJTAB_CHUNK];
+}
 void rfs_objtab_free(struct rfs_objtab *t);
+
+static inline uint32_t rfs_sat_add32(uint32_t a, uint64_t b)
+{
+	return b >= (uint64_t)(UINT32_MAX - a) ? UINT32_MAX : (uint32_t)(a + b);
+}
 
 #endif
