@@ -142,6 +142,10 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_
 	memset(&fc, 0, sizeof(fc));
 	st = check_run_mode(c->fs, o->dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, NULL, true, 0, &fc,
 			    err);
+	/* A first pass that found nothing (info aside) wrote nothing either: a
+	 * second one would read the same image to the same verdict. */
+	bool nothing_found = !st && rfs_report_exit(fc.rep) == RFS_EXIT_OK &&
+			     rfs_reporter_fixed(fc.rep) == 0;
 	if (!st)
 		r->repairs = rfs_reporter_fixed(fc.rep);
 	check_release(&fc);
@@ -154,6 +158,11 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_
 		st = written_digest(c->dev, r, err);
 	if (st)
 		return st;
+	if (nothing_found) {
+		*final_exit = RFS_EXIT_OK;
+		snprintf(check_after, check_len, "clean");
+		return RFS_OK;
+	}
 	struct rfs_check vc;
 	memset(&vc, 0, sizeof(vc));
 	st = check_run_mode(c->fs, RFS_MODE_CHECK, NULL, true, 0, &vc, err);
