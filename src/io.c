@@ -523,6 +523,19 @@ rfs_status rfs_dev_read_block(struct rfs_dev *dev, uint64_t blk, void *buf,
 	return RFS_OK;
 }
 
+void rfs_dev_prefetch(struct rfs_dev *dev, uint64_t first, uint64_t count)
+{
+	struct rfs_error ignored;
+	if (count == 0 || dev->fd < 0 || check_range(dev, first, count, &ignored))
+		return;
+	if (dev->map && !rfs_mapfile_readable(dev->map, dev->offset + first * dev->bs,
+					      count * dev->bs, &(uint64_t){ 0 }))
+		return;
+	/* advice only: an error here costs nothing but the overlap */
+	(void)posix_fadvise(dev->fd, (off_t)(dev->offset + first * dev->bs),
+			    (off_t)(count * dev->bs), POSIX_FADV_WILLNEED);
+}
+
 rfs_status rfs_dev_read_run(struct rfs_dev *dev, uint64_t first, uint32_t count, void *buf,
 			    uint64_t *bad, struct rfs_error *err)
 {

@@ -93,6 +93,15 @@ rfs_status rfs_dev_read_bytes(struct rfs_dev *dev, uint64_t off, void *buf, size
 rfs_status rfs_dev_read_block(struct rfs_dev *dev, uint64_t blk, void *buf,
 			      struct rfs_error *err);
 
+/* Says that blocks [first, first + count) will be read soon, so the kernel
+ * can fetch them in parallel with the caller's work (posix_fadvise
+ * WILLNEED: a tree walk that reads one node at a time then keeps many
+ * requests in flight instead of one).  Only a hint: it reads nothing into
+ * the caller's memory, changes no state, and ignores ranges outside the
+ * device or that a ddrescue mapfile marks unread (a bad area gets no read
+ * that the caller did not ask for). */
+void rfs_dev_prefetch(struct rfs_dev *dev, uint64_t first, uint64_t count);
+
 /* Reads count consecutive blocks with one large read (for scans), overlay
  * applied.  On failure, *bad (if not NULL) is the first block that failed;
  * callers may then fall back to rfs_dev_read_block per block. */
