@@ -47,8 +47,8 @@ json_t *cli_json_hex(const uint8_t *data, size_t n);
 /* Prints obj on stdout followed by a newline and releases it; 0 or -1. */
 int cli_json_print(json_t *obj);
 
-/* Copies src to dst (which must not exist), leaving all-zero 64 KiB runs as
- * holes; synced.  For --output. */
+/* Copies src to dst (which must not exist), leaving holes and all-zero 1 MiB
+ * runs as holes; not synced (the caller's device close does).  For --output. */
 rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *err);
 /* Makes the superblock's block count, magic and UUID immutable through the
  * device (and records them in the undo log). */
