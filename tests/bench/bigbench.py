@@ -13,6 +13,9 @@ if that is not allowed):
               progress line: blocks done / rate)
   rebuild     rfsck rebuild --yes --no-undo -q --progress --json --output NEW RB
               RB = sparse copy with the root node zeroed (damage.py zero-root)
+  inplace     rfsck rebuild --yes -q --json --undo UNDO COPY  (a fresh sparse copy
+              of RB, rebuilt in place with the default undo log: the same
+              starting point and the same kind of run as rtree)
   rtree       reiserfsck --rebuild-tree on a fresh sparse copy of RB ("Yes" on stdin)
   salvage     rfsck salvage -q IMAGE OUTDIR
 Small steps (read, check, fsck): median of BENCH_RUNS (3) runs.  Heavy
@@ -177,6 +180,19 @@ def bench_image(rfsck, img, runs, heavy, scratch):
         res["rebuilt_check"] = {"exit": p.returncode, "seconds": round(time.time() - t0, 1)}
         res["rebuilt_allocated"] = os.stat(new).st_blocks * 512
         os.remove(new)
+    ip, undo = w("inplace.img"), w("inplace.undo")
+    res["inplace"] = measure(heavy, [rfsck, "rebuild", "--yes", "-q", "--json", "--undo", undo, ip],
+                             pre="rm -f '%s' '%s'; cp --sparse=always '%s' '%s'" % (ip, undo, rb, ip),
+                             stdout=w("inplace.json"))
+    ij = load_json(w("inplace.json")) or {}
+    res["inplace_report"] = {k: ij.get(k) for k in ("repairs_after_build", "blocks_written", "check_after")}
+    if os.path.exists(ip):
+        p = subprocess.run([rfsck, "check", "-q", ip], capture_output=True)
+        res["inplace_check"] = {"exit": p.returncode}
+        res["inplace_undo_bytes"] = os.path.getsize(undo) if os.path.exists(undo) else None
+    for x in (ip, undo):
+        if os.path.exists(x):
+            os.remove(x)
     rt = w("rtree.img")
     res["rtree"] = measure(heavy, ["reiserfsck", "--rebuild-tree", "-l", w("rtree.log"), rt],
                            pre="cp --sparse=always '%s' '%s'" % (rb, rt), inp="Yes\\n",

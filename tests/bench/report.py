@@ -73,6 +73,8 @@ def main():
             ("`rfsck rebuild --dry-run --index DB`", r["dry"], "%.2f x read" % ratio(r["dry"]["seconds"], rd)),
             ("`rfsck rebuild --yes --output NEW` (root zeroed)", r["rebuild"], "%.2f of rebuild-tree, %.2f x read" % (
                 ratio(r["rebuild"]["seconds"], r["rtree"]["seconds"]), ratio(r["rebuild"]["seconds"], rd))),
+            ("`rfsck rebuild --yes` in place, undo log (same damage, a copy)", r["inplace"], "%.2f of rebuild-tree, %.2f x read" % (
+                ratio(r["inplace"]["seconds"], r["rtree"]["seconds"]), ratio(r["inplace"]["seconds"], rd))),
             ("`reiserfsck --rebuild-tree` (same damage)", r["rtree"], "%.2f x read" % ratio(r["rtree"]["seconds"], rd)),
             ("`rfsck salvage -q IMAGE DIR`", r["salvage"], "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
         ]
@@ -81,9 +83,12 @@ def main():
     p("")
     p("Exit codes: " + "; ".join(
         "%s: check %d, reiserfsck --check %d, dry run %d, rebuild %d (result: `rfsck check` exit %s, "
-        "check_after %s), rebuild-tree %d, salvage %d" % (
+        "check_after %s), in place %d (result: `rfsck check` exit %s, undo log %s MiB), rebuild-tree %d, "
+        "salvage %d" % (
             r["image"], r["check"]["exit"], r["fsck"]["exit"], r["dry"]["exit"], r["rebuild"]["exit"],
             (r.get("rebuilt_check") or {}).get("exit"), (r.get("rebuild_report") or {}).get("check_after"),
+            r["inplace"]["exit"], (r.get("inplace_check") or {}).get("exit"),
+            "%.1f" % (r["inplace_undo_bytes"] / MiB) if r.get("inplace_undo_bytes") is not None else "?",
             r["rtree"]["exit"], r["salvage"]["exit"]) for r in res) + ".")
     p("")
     p("### Scan and index")
@@ -122,7 +127,7 @@ def main():
         p("| --- | --- | --- | --- | --- | --- | --- |")
         for key, name in (("read", "sequential read"), ("check", "rfsck check"), ("fsck", "reiserfsck --check"),
                           ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild --output"),
-                          ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage")):
+                          ("inplace", "rfsck rebuild in place"), ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage")):
             x, y = a[key], b[key]
             p("| %s | %s | %s | x%.2f | %.1f -> %.1f | x%.2f | %.2f -> %.2f |" % (
                 name, fmt_t(x), fmt_t(y), ratio(y["seconds"], x["seconds"]),
@@ -145,24 +150,27 @@ def main():
     q = ratio(b["check"]["seconds"], b["fsck"]["seconds"])
     p("| `rfsck check` <= 1/3 of `reiserfsck --check` | %s vs %s = %.2f | %s |" % (
         fmt_t(b["check"]), fmt_t(b["fsck"]), q, "yes" if q <= 1 / 3 else "**no** (x%.1f of the target)" % (q * 3)))
-    q = ratio(b["rebuild"]["seconds"], b["rtree"]["seconds"])
-    p("| full `rfsck rebuild` <= 1/3 of `reiserfsck --rebuild-tree` | %s vs %s = %.2f | %s |" % (
-        fmt_t(b["rebuild"]), fmt_t(b["rtree"]), q, "yes" if q <= 1 / 3 else "**no** (x%.1f of the target)" % (q * 3)))
+    for key, how in (("rebuild", "`--output` (copies the image first)"), ("inplace", "in place with undo log")):
+        q = ratio(b[key]["seconds"], b["rtree"]["seconds"])
+        p("| full `rfsck rebuild` <= 1/3 of `reiserfsck --rebuild-tree`: %s | %s vs %s = %.2f | %s |" % (
+            how, fmt_t(b[key]), fmt_t(b["rtree"]), q, "yes" if q <= 1 / 3 else "**no** (x%.1f of the target)" % (q * 3)))
     lim = 64 + 96 * b["bytes"] / (1 << 40)
-    m = max(b["rebuild"]["peak_kib"], b["dry"]["peak_kib"]) / 1024
-    p("| peak memory of rebuild <= 64 MiB + 96 MiB/TiB (= %.1f MiB here) | %.0f MiB (max of dry run and rebuild) | %s |" % (
+    m = max(b["rebuild"]["peak_kib"], b["dry"]["peak_kib"], b["inplace"]["peak_kib"]) / 1024
+    p("| peak memory of rebuild <= 64 MiB + 96 MiB/TiB (= %.1f MiB here) | %.0f MiB (max of dry run and both rebuilds) | %s |" % (
         lim, m, "yes" if m <= lim else "**no** (+%.0f MiB)" % (m - lim)))
     if len(res) >= 2:
         a = res[0]
         blk = b["blocks"] / a["blocks"]
         used = b["dry_report"]["scan"]["blocks_scanned"] / a["dry_report"]["scan"]["blocks_scanned"]
         for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"),
-                          ("rebuild", "rfsck rebuild"), ("salvage", "rfsck salvage")):
+                          ("rebuild", "rfsck rebuild --output"), ("inplace", "rfsck rebuild in place"),
+                          ("salvage", "rfsck salvage")):
             g = ratio(b[key]["seconds"], a[key]["seconds"])
             p("| %s growth %s -> %s linear or better | time x%.2f for x%.1f blocks (x%.2f used blocks) | %s |" % (
                 name, a["image"], b["image"], g, blk, used,
                 "yes" if g <= used * 1.15 else "**no** (x%.2f per used block)" % (g / used)))
-        for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild")):
+        for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"),
+                          ("rebuild", "rfsck rebuild --output"), ("inplace", "rfsck rebuild in place")):
             ma = a[key]["peak_kib"] / a["blocks"]
             mb = b[key]["peak_kib"] / b["blocks"]
             p("| %s memory per block flat | %.0f -> %.0f bytes/block (%.0f -> %.0f MiB) | %s |" % (
