@@ -27,7 +27,43 @@ struct readahead {
 	pthread_cond_t can_fill, can_take;
 	pthread_t thread;
 	bool started;
+	uint64_t hinted;             /* blocks below this were announced (announce) */
 };
+
+/* How far ahead of the reader the kernel is told what comes (see announce):
+ * deep enough to keep a disk's queue full, small next to the page cache. */
+enum { RA_HINT_BLOCKS = 8192, RA_HINT_GAP = 8 };
+
+/* Announces the set's runs in the next window past the reader's position
+ * (rfs_dev_prefetch), merged across gaps of up to RA_HINT_GAP blocks, so
+ * the device works on many requests while the reader waits for one. */
+static void announce(struct readahead *ra)
+{
+	if (ra->hinted < ra->next)
+		ra->hinted = ra->next;
+	if (ra->hinted >= ra->end || ra->hinted - ra->next > RA_HINT_BLOCKS / 2)
+		return;
+	uint64_t stop = ra->hinted + RA_HINT_BLOCKS / 2;
+	if (stop > ra->end)
+		stop = ra->end;
+	uint64_t first = 0, last = 0;
+	bool open = false;
+	for (uint64_t b = ra->hinted; b < stop; b++) {
+		if (!ra->in_set(ra->ctx, b))
+			continue;
+		if (open && b - last <= RA_HINT_GAP) {
+			last = b;
+			continue;
+		}
+		if (open)
+			rfs_dev_prefetch(ra->dev, first, last - first + 1);
+		first = last = b;
+		open = true;
+	}
+	if (open)
+		rfs_dev_prefetch(ra->dev, first, last - first + 1);
+	ra->hinted = stop;
+}
 
 static void run_clear(struct ra_run *r)
 {
@@ -53,6 +89,7 @@ static bool fill(struct readahead *ra, struct ra_run *r)
 	while (e < ra->end && e - b < RA_BLOCKS && ra->in_set(ra->ctx, e))
 		e++;
 	ra->next = e;
+	announce(ra);
 	run_clear(r);
 	r->first = b;
 	r->n = (uint32_t)(e - b);
