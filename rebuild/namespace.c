@@ -430,7 +430,9 @@ static rfs_status keep_dirs_with_dot(struct rb_ctx *c, struct rfs_error *err)
 {
 	sqlite3_stmt *q = NULL, *u = NULL;
 	rfs_status st = rfs_index_prepare(c->ix,
-		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM item i JOIN obj o"
+		/* obj first (CROSS JOIN keeps the order): the few objects the
+		 * probe is for, then their items through item_key */
+		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM obj o CROSS JOIN item i"
 		" ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
 		" WHERE o.sd_dir = 1 AND o.is_dir = 0 AND i.win = 1 AND i.type IN (1, 2)"
 		" AND i.offset = 1 AND i.block IS NOT NULL", &q, err);
