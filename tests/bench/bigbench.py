@@ -5,7 +5,9 @@ For each image (built and verified by corpus/tools/build-bench-images.py; its
 facts come from IMAGE's .json next to it), in the same run, page cache dropped
 before every timed run (`echo 3 > /proc/sys/vm/drop_caches`; "hot" is recorded
 if that is not allowed):
-  read        cat IMAGE > /dev/null                       (the physical limit)
+  read        cat IMAGE > /dev/null                       (reads the holes too)
+  read_data   readdata.py IMAGE: the data extents only, 4 MiB reads (the
+              physical limit for what a scan of the image must read)
   check       rfsck check -q IMAGE
   fsck        reiserfsck --check --yes COPY                (sparse copy, reused)
   dry         rfsck rebuild --dry-run -q --progress --json --index DB IMAGE
@@ -145,6 +147,7 @@ def bench_image(rfsck, img, runs, heavy, scratch):
     log("%s: %d MiB, %d allocated, %d blocks" % (res["image"], st.st_size >> 20, res["allocated"] >> 20,
                                                 fs.block_count))
     res["read"] = measure(runs, ["sh", "-c", "cat \"$0\" > /dev/null", img])
+    res["read_data"] = measure(runs, [sys.executable, os.path.join(HERE, "readdata.py"), img])
     res["check"] = measure(runs, [rfsck, "check", "-q", img])
     res["copy_seconds"] = sparse_copy(img, w("fsck.img"))
     res["fsck"] = measure(runs, ["reiserfsck", "--check", "--yes", w("fsck.img")])

@@ -66,7 +66,8 @@ def main():
         im = r["image"]
         rd = r["read"]["seconds"]
         rows = [
-            ("sequential read (`cat IMAGE`)", r["read"], "1.00 (limit)"),
+            ("sequential read (`cat IMAGE`, holes included)", r["read"], "1.00"),
+            ("sequential read of the data extents (readdata.py)", r["read_data"], "%.2f x read" % ratio(r["read_data"]["seconds"], rd)),
             ("`rfsck check -q`", r["check"], "%.2f of reiserfsck, %.2f x read" % (
                 ratio(r["check"]["seconds"], r["fsck"]["seconds"]), ratio(r["check"]["seconds"], rd))),
             ("`reiserfsck --check --yes` (copy)", r["fsck"], "%.2f x read" % ratio(r["fsck"]["seconds"], rd)),
@@ -93,21 +94,23 @@ def main():
     p("")
     p("### Scan and index")
     p("")
-    p("| image | blocks scanned (mode) | leaf candidates | scan time (dry run) | scan rate | sequential read rate (on-disk bytes / read time) | scan / read rate | index size | index bytes per candidate leaf | rebuild: objects by name / lost+found | rebuild-tree: files / dirs |")
-    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    p("| image | blocks scanned (mode) | leaf candidates | scan time (dry run) | scan rate | `cat` rate (on-disk bytes / time) | scan / `cat` rate | data-extent read rate | scan / data read rate | index size | index bytes per candidate leaf | rebuild: objects by name / lost+found | rebuild-tree: files / dirs |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in res:
         sc = r["dry_report"]["scan"]
         ss = r.get("dry_scan") or {}
         scan_rate = sc["blocks_scanned"] * r["blocksize"] / ss["seconds"] if ss.get("seconds") else None
         read_rate = r["allocated"] / r["read"]["seconds"]
-        r["_scan_rate"], r["_read_rate"] = scan_rate, read_rate
+        data_rate = r["allocated"] / r["read_data"]["seconds"]
+        r["_scan_rate"], r["_read_rate"], r["_data_rate"] = scan_rate, read_rate, data_rate
         ob = (r.get("rebuild_report") or {}).get("objects") or {}
         rt = r.get("rtree_summary") or {}
-        p("| %s | %d (%s) | %d | %s | %s | %.0f MiB/s | %s | %.1f MiB | %s | %s / %s | %s / %s |" % (
+        p("| %s | %d (%s) | %d | %s | %s | %.0f MiB/s | %s | %.0f MiB/s | %s | %.1f MiB | %s | %s / %s | %s / %s |" % (
             r["image"], sc["blocks_scanned"], sc["mode"], sc["candidates"],
             "%.1f s" % ss["seconds"] if ss.get("seconds") else "n/a",
             "%.0f MiB/s" % (scan_rate / MiB) if scan_rate else "n/a", read_rate / MiB,
-            "%.2f" % (scan_rate / read_rate) if scan_rate else "n/a", r["index_bytes"] / MiB,
+            "%.2f" % (scan_rate / read_rate) if scan_rate else "n/a", data_rate / MiB,
+            "%.2f" % (scan_rate / data_rate) if scan_rate else "n/a", r["index_bytes"] / MiB,
             "%.0f" % r["index_bytes_per_candidate"] if r.get("index_bytes_per_candidate") else "n/a",
             ob.get("by_name"), ob.get("lost_found"), rt.get("files"), rt.get("dirs")))
     p("")
@@ -125,7 +128,8 @@ def main():
         p("| step | time %s | time %s | time growth | us per used block (%s -> %s) | peak RSS growth | RSS bytes per volume block (%s -> %s) |" % (
             a["image"], b["image"], a["image"], b["image"], a["image"], b["image"]))
         p("| --- | --- | --- | --- | --- | --- | --- |")
-        for key, name in (("read", "sequential read"), ("check", "rfsck check"), ("fsck", "reiserfsck --check"),
+        for key, name in (("read", "sequential read (cat)"), ("read_data", "sequential read (data extents)"),
+                          ("check", "rfsck check"), ("fsck", "reiserfsck --check"),
                           ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild --output"),
                           ("inplace", "rfsck rebuild in place"), ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage")):
             x, y = a[key], b[key]
@@ -142,9 +146,12 @@ def main():
     p("| target | measured | met? |")
     p("| --- | --- | --- |")
     if b.get("_scan_rate"):
-        q = b["_scan_rate"] / b["_read_rate"]
-        p("| rebuild scan throughput >= 80%% of the sequential read | %.0f MiB/s vs %.0f MiB/s = %.0f%% | %s |" % (
-            b["_scan_rate"] / MiB, b["_read_rate"] / MiB, 100 * q, "yes" if q >= 0.8 else "**no** (%.0f%% short)" % (100 * (0.8 - q))))
+        for key, how in (("_data_rate", "the sequential read of the data extents"),
+                         ("_read_rate", "`cat IMAGE` (holes included)")):
+            q = b["_scan_rate"] / b[key]
+            p("| rebuild scan throughput >= 80%% of %s | %.0f MiB/s vs %.0f MiB/s = %.0f%% | %s |" % (
+                how, b["_scan_rate"] / MiB, b[key] / MiB, 100 * q,
+                "yes" if q >= 0.8 else "**no** (%.0f%% short)" % (100 * (0.8 - q))))
     else:
         p("| rebuild scan throughput >= 80% of the sequential read | scan time not measured | ? |")
     q = ratio(b["check"]["seconds"], b["fsck"]["seconds"])
