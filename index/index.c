@@ -83,8 +83,10 @@ rfs_status rfs_index_open(const char *path, struct rfs_index **out, struct rfs_e
 		st = make_temp_path(ix->path, sizeof(ix->path), err);
 		ix->temporary = true;
 	}
-	if (!st && sqlite3_open_v2(ix->path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-				   NULL) != SQLITE_OK)
+	/* NOMUTEX: one thread at a time uses a connection (index.h), so SQLite's
+	 * per-call locking (7 % of a scan's samples) buys nothing */
+	if (!st && sqlite3_open_v2(ix->path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				   SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
 		st = rfs_index_fail(ix, "open", err);
 	/* A temporary index is unlinked at once: SQLite keeps the open file, and a
 	 * kill cannot leave it behind.  Its journal must then stay in memory. */

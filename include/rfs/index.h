@@ -14,6 +14,9 @@
  *      batch and its meta('scan_next') commit together (resumable scan).
  *  (3) A temporary index (path NULL) lives in $TMPDIR and is unlinked when
  *      opened: nothing is left behind, even after a kill.
+ *  (4) One thread at a time uses an index and its statements (the scan's
+ *      reader thread never does): the connection is opened without SQLite's
+ *      own mutexes.
  */
 #ifndef RFS_INDEX_H
 #define RFS_INDEX_H
