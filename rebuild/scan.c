@@ -96,21 +96,13 @@ static rfs_status index_claims(struct rb_ctx *c, uint64_t blk, int pos,
 {
 	uint32_t n = ih->len / 4;
 	uint64_t base = ih->key.offset ? ih->key.offset - 1 : 0;
-	for (uint32_t i = 0; i < n;) {
-		uint32_t p = le32_at(body, 4 * (size_t)i);
-		if (!p) {
-			i++;
-			continue;
-		}
-		uint32_t j = i + 1;
-		while (j < n && le32_at(body, 4 * (size_t)j) == p + (j - i))
-			j++;
-		rfs_status st = rfs_index_add_claim(c->ix, p, j - i, blk, (uint32_t)pos,
+	uint32_t i = 0, p, cnt, at;
+	while (rfs_indirect_next_run(body, n, &i, &p, &cnt, &at)) {
+		rfs_status st = rfs_index_add_claim(c->ix, p, cnt, blk, (uint32_t)pos,
 						    ih->key.dir_id, ih->key.objectid,
-						    base + (uint64_t)i * c->bs, err);
+						    base + (uint64_t)at * c->bs, err);
 		if (st)
 			return st;
-		i = j;
 	}
 	return RFS_OK;
 }

@@ -135,3 +135,20 @@ void rfs_dir_entry(const uint8_t *body, size_t len, int i, struct rfs_dirent *ou
 	out->name = body + out->location;
 	out->name_len = (uint16_t)n;
 }
+
+bool rfs_indirect_next_run(const uint8_t *body, uint32_t n, uint32_t *i, uint32_t *first,
+			   uint32_t *count, uint32_t *at)
+{
+	while (*i < n && le32_at(body, 4 * (size_t)*i) == 0)
+		(*i)++;
+	if (*i >= n)
+		return false;
+	uint32_t p = le32_at(body, 4 * (size_t)*i), j = *i + 1;
+	while (j < n && le32_at(body, 4 * (size_t)j) == p + (j - *i))
+		j++;
+	*first = p;
+	*count = j - *i;
+	*at = *i;
+	*i = j;
+	return true;
+}

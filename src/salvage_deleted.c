@@ -266,21 +266,13 @@ static rfs_status keep_item(struct salvage_deleted *d, struct sdel_scan_block *s
 		return RFS_OK;
 	uint32_t item = (uint32_t)(d->nitems - 1);
 	uint32_t n = ih->len / 4;
-	for (uint32_t i = 0; i < n;) {
-		uint32_t p = le32_at(body, 4 * (size_t)i);
-		if (!p) {
-			i++;
-			continue;
-		}
-		uint32_t j = i + 1;
-		while (j < n && le32_at(body, 4 * (size_t)j) == p + (j - i))
-			j++;
+	uint32_t i = 0, p, cnt, at;
+	while (rfs_indirect_next_run(body, n, &i, &p, &cnt, &at)) {
 		if (!room(d))
 			return RFS_OK;
-		struct sdel_run r = { .first = p, .count = j - i, .item = item };
+		struct sdel_run r = { .first = p, .count = cnt, .item = item };
 		if (!PUSH(d, runs, nruns, runs_cap, r))
 			return RFS_ERR_NOMEM;
-		i = j;
 	}
 	return RFS_OK;
 }

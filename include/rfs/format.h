@@ -328,6 +328,12 @@ void rfs_dir_entry(const uint8_t *body, size_t len, int i, struct rfs_dirent *ou
  * naming the object itself.  Any bytes are safe to pass; a file body under a
  * directory key type flip is what it recognises. */
 bool rfs_body_holds_dot(const uint8_t *body, size_t len, uint16_t entry_count, uint32_t objectid);
+/* The next run of consecutive non-zero block pointers of an indirect item
+ * body of n pointers, from pointer *i on: true with *first, *count and the
+ * run's index in *at, *i moved past it; false when only zeros (holes) are
+ * left.  Pointers are not range-checked. */
+bool rfs_indirect_next_run(const uint8_t *body, uint32_t n, uint32_t *i, uint32_t *first,
+			   uint32_t *count, uint32_t *at);
 
 /* ------------------------------------------------------------------------- */
 /* Journal blocks.

@@ -549,6 +549,28 @@ static void test_journal_blocks(void **state)
 	assert_false(rfs_journal_real_block(d, c, BS, 2036, &home));
 }
 
+/* Runs of consecutive pointers: holes split them, so does a jump. */
+static void test_indirect_runs(void **state)
+{
+	(void)state;
+	const uint32_t ptr[] = { 0, 5, 6, 7, 0, 9, 11, 12, 0 };
+	uint8_t body[sizeof(ptr)];
+	for (size_t k = 0; k < sizeof(ptr) / 4; k++)
+		le32_put(body, 4 * k, ptr[k]);
+	uint32_t n = (uint32_t)(sizeof(ptr) / 4), i = 0, first, count, at;
+	const uint32_t want[][3] = { { 5, 3, 1 }, { 9, 1, 5 }, { 11, 2, 6 } };
+	for (size_t r = 0; r < 3; r++) {
+		assert_true(rfs_indirect_next_run(body, n, &i, &first, &count, &at));
+		assert_int_equal(first, want[r][0]);
+		assert_int_equal(count, want[r][1]);
+		assert_int_equal(at, want[r][2]);
+	}
+	assert_false(rfs_indirect_next_run(body, n, &i, &first, &count, &at));
+	assert_int_equal(i, n);
+	i = 0;
+	assert_false(rfs_indirect_next_run(body, 0, &i, &first, &count, &at));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_internal),
 		cmocka_unit_test(test_super),
 		cmocka_unit_test(test_journal_blocks),
+		cmocka_unit_test(test_indirect_runs),
 	};
 	return cmocka_run_group_tests_name("format", tests, NULL, NULL);
 }
