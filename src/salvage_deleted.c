@@ -552,7 +552,9 @@ static rfs_status scan_free(struct salvage_deleted *d, struct rfs_error *err)
 	if (d->progress)
 		rfs_progress_phase(d->progress, "deleted: reading free blocks", "blocks", d->nblocks);
 	struct readahead *ra = NULL;
-	rfs_status st = ra_start(d->disk_fs->dev, d->bs, 0, d->nblocks, in_scan_set, d, &ra, err);
+	struct ra_config cfg = { .bs = d->bs, .next = 0, .end = d->nblocks, .in_set = in_scan_set,
+				 .set_ctx = d };
+	rfs_status st = ra_start(d->disk_fs->dev, &cfg, &ra, err);
 	while (!st) {
 		struct ra_run *r;
 		if ((st = ra_next(ra, &r, err)) || !r)
