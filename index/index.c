@@ -213,7 +213,7 @@ rfs_status rfs_index_bind(struct rfs_index *ix, const char *identity, bool *fres
 		st = rfs_index_meta_set(ix, "schema", "1", err);
 	if (!st)
 		return rfs_index_exec(ix, "COMMIT", err);
-	rfs_index_exec(ix, "ROLLBACK", NULL);
+	rfs_index_rollback(ix);
 	return st;
 }
 
@@ -222,9 +222,16 @@ rfs_status rfs_index_begin(struct rfs_index *ix, struct rfs_error *err)
 	return rfs_index_exec(ix, "BEGIN", err);
 }
 
+void rfs_index_rollback(struct rfs_index *ix)
+{
+	rfs_index_discard(ix);
+	rfs_index_exec(ix, "ROLLBACK", NULL);
+}
+
 rfs_status rfs_index_commit(struct rfs_index *ix, struct rfs_error *err)
 {
-	return rfs_index_exec(ix, "COMMIT", err);
+	rfs_status st = rfs_index_flush(ix, err);
+	return st ? st : rfs_index_exec(ix, "COMMIT", err);
 }
 
 rfs_status rfs_index_clear_decisions(struct rfs_index *ix, struct rfs_error *err)

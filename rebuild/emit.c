@@ -646,7 +646,7 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 		if (!st)
 			st = rfs_index_commit(c->ix, err);
 		else
-			rfs_index_exec(c->ix, "ROLLBACK", NULL);
+			rfs_index_rollback(c->ix);
 	}
 	tb_free(e.tb);
 	sqlite3_finalize(e.items);

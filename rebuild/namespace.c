@@ -573,7 +573,7 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 	if (!st)
 		st = rfs_index_commit(c->ix, err);
 	else
-		rfs_index_exec(c->ix, "ROLLBACK", NULL);
+		rfs_index_rollback(c->ix);
 	ns_free(&s);
 	return st;
 }

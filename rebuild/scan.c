@@ -303,7 +303,7 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 			return st;
 	}
 	const struct rfs_super *sb = &c->fs->sb;
-	if ((st = rfs_index_begin(c->ix, err)))
+	if ((st = rfs_index_begin(c->ix, err)) || (st = rfs_index_bulk(c->ix, true, err)))
 		return st;
 	if (next == 0 && sb->j_dev == 0) {
 		/* The journal area: older copies only. */
@@ -321,8 +321,10 @@ rfs_status rb_scan(struct rb_ctx *c, struct rfs_error *err)
 	if (!st)
 		st = rfs_index_meta_set_u64(c->ix, "scan_done", 1, err);
 	if (!st)
+		st = rfs_index_bulk(c->ix, false, err);
+	if (!st)
 		st = rfs_index_commit(c->ix, err);
 	else
-		rfs_index_exec(c->ix, "ROLLBACK", NULL);
+		rfs_index_rollback(c->ix);
 	return st;
 }

@@ -15,8 +15,10 @@
  *  (3) A temporary index (path NULL) lives in $TMPDIR and is unlinked when
  *      opened: nothing is left behind, even after a kill.
  *  (4) One thread at a time uses an index and its statements (the scan's
- *      reader thread never does): the connection is opened without SQLite's
- *      own mutexes.
+ *      reader and worker threads never do): the connection is opened without
+ *      SQLite's own mutexes.
+ *  (5) Rows added in bulk mode reach the database in the order they were
+ *      added, each table's exactly as without bulk mode.
  */
 #ifndef RFS_INDEX_H
 #define RFS_INDEX_H
@@ -60,7 +62,15 @@ rfs_status rfs_index_prepare(struct rfs_index *ix, const char *sql, struct sqlit
 rfs_status rfs_index_fail(struct rfs_index *ix, const char *what, struct rfs_error *err);
 
 rfs_status rfs_index_begin(struct rfs_index *ix, struct rfs_error *err);
+/* Commits, storing first the rows bulk mode keeps waiting. */
 rfs_status rfs_index_commit(struct rfs_index *ix, struct rfs_error *err);
+/* Bulk mode (the scan): rows added with rfs_index_add_* may wait in memory
+ * and go in several per statement; they are stored by rfs_index_commit and
+ * when bulk mode ends (on: false), and are not seen by queries before that. */
+rfs_status rfs_index_bulk(struct rfs_index *ix, bool on, struct rfs_error *err);
+/* Rolls the open transaction back, rows waiting in bulk mode included, and
+ * ends bulk mode. */
+void rfs_index_rollback(struct rfs_index *ix);
 /* Deletes every decision (status/reason/win/keep) so they can be made again. */
 rfs_status rfs_index_clear_decisions(struct rfs_index *ix, struct rfs_error *err);
 /* Creates the lookup indexes the decide queries need (after the scan). */
