@@ -37,7 +37,7 @@ struct readahead {
 
 /* How far ahead of the reader the kernel is told what comes (see announce):
  * deep enough to keep a disk's queue full, small next to the page cache. */
-enum { RA_HINT_BLOCKS = 16384, RA_HINT_GAP = 16 };
+enum { RA_HINT_BLOCKS = 8192, RA_HINT_GAP = 8 };
 
 unsigned ra_default_workers(void)
 {

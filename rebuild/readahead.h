@@ -30,7 +30,7 @@
 #include "rfs/io.h"
 #include "rfs/status.h"
 
-enum { RA_BLOCKS = 512, RA_RUNS = 8, RA_MAX_WORKERS = 8 };
+enum { RA_BLOCKS = 256, RA_RUNS = 8, RA_MAX_WORKERS = 8 };
 
 struct ra_run {
 	uint64_t first;              /* first block */

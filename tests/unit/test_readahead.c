@@ -201,10 +201,12 @@ static void test_workers_gaps_order(void **state)
 			want += in_set(NULL, b);
 		assert_int_equal(seen, want);
 		assert_true(spanned);
-		/* 512-block runs that end on a block of the set and stop at the
-		 * 100-block gap: 5..516, 517..999, 1100..1611, 1612..2123,
-		 * 2124..2634 (2635 is a gap), 2636..2899 */
-		assert_int_equal(nruns, 6);
+		/* 256-block runs that end on a block of the set and stop at the
+		 * 100-block gap: 5..260, 261..516, 517..772, 773..999, 1100..1355,
+		 * 1356..1611, 1612..1867, 1868..2123, 2124..2379, 2380..2634 (2635
+		 * is a gap), 2636..2891, 2892..2899 */
+		_Static_assert(RA_BLOCKS == 256, "the runs listed here are 256 blocks long");
+		assert_int_equal(nruns, 12);
 		assert_int_equal(end, 2900);
 	}
 	rfs_dev_abandon(dev);
