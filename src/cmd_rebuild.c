@@ -193,6 +193,13 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_
 
 int cmd_rebuild(int argc, char **argv)
 {
+	/* A fixed mmap threshold: glibc otherwise raises it to the largest
+	 * block freed so far (the scan's 1 MiB read buffers, its row arenas),
+	 * after which later large buffers live in the heap and are kept when
+	 * freed: +10 MiB through the decide phase of a bench-4g dry run.  Only
+	 * here: salvage frees and reallocates large file buffers all the time,
+	 * and the rising threshold is what keeps those off mmap. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	struct rebuild_opts o = { .scan = RB_SCAN_AUTO };
 	int prc = parse(argc, argv, &o);
 	if (prc)

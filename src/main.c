@@ -3,7 +3,6 @@
  * to the command named by the first argument.  This is the only place allowed
  * to exit on its own (die()).
  */
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,11 +143,6 @@ static void __attribute__((noreturn, format(printf, 2, 3))) die(int code, const 
 
 int main(int argc, char **argv)
 {
-	/* A fixed threshold: glibc otherwise raises it to the largest block
-	 * freed so far (the scan's 1 MiB read buffers, its row arenas), after
-	 * which every later large buffer lives in the heap and is kept when
-	 * freed: measured +10 MiB through rebuild's decide phase on bench-4g. */
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (argc < 2) {
 		usage(stderr);
 		return RFS_EXIT_USAGE;
