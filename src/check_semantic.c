@@ -11,6 +11,7 @@
  * otherwise, as reiserfsck does.  Uses the tree cursor to read directories.
  */
 #include "check.h"
+#include "check_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,30 +53,17 @@ static rfs_status fix_stat(struct sem *s, enum rfs_problem_code code, uint32_t d
 	return st == RFS_ERR_NOT_FOUND || st == RFS_ERR_CORRUPT ? RFS_OK : st;
 }
 
-/* Size checks of a regular file or symlink, at the path that first reaches it. */
+/* Size checks of a regular file or symlink, at the path that first reaches
+ * it.  An object without a body passed this rule in the tree pass. */
 static rfs_status check_file_size(struct sem *s, struct rfs_objinfo *o)
 {
-	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
-		return RFS_OK;
-	enum rfs_file_type t = rfs_mode_type(o->mode);
-	if (t != RFS_FT_REG && t != RFS_FT_LNK)
-		return RFS_OK;
-	/* The items may end up to one block past the size (last block partly
-	 * used), or up to 7 bytes past it for a padded 3.6 tail; a size beyond
-	 * the items is a sparse end and allowed. */
-	uint64_t slack = (o->flags & RFS_OBJ_HAS_DIRECT) ? (o->sd_version == 2 ? 7 : 0)
-							  : s->c->fs->bs - 1;
-	/* A symlink is exactly its bytes: a size beyond them is wrong too
-	 * (reiserfsck's "too big size"); a regular file may be sparse at the end. */
-	bool wrong = o->body_end > o->size + slack ||
-		     (t == RFS_FT_LNK && o->size > o->body_end) ||
-		     o->size > rfs_max_file_size(s->c->fs, o->sd_version);   /* no such file */
-	if (wrong &&
-	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, o->body_end, o->size)) {
+	struct rfs_objbody *b = rfs_objtab_body(&s->c->objects, o);
+	if (b && check_rule_size_wrong(s->c->fs, o, b) &&
+	    report_at(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid, b->body_end, b->size)) {
 		rfs_status st = fix_stat(s, PR_FILE_SIZE_WRONG, o->dir_id, o->objectid,
-					 SD_FIELD_SIZE, o->body_end);
+					 SD_FIELD_SIZE, b->body_end);
 		if (!st)
-			o->size = o->body_end;   /* the block count rule reads it next */
+			b->size = b->body_end;   /* the block count rule reads it next */
 		return st;
 	}
 	return RFS_OK;
@@ -86,13 +74,14 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 {
 	struct rfs_check *c = s->c;
 	dir->flags |= RFS_OBJ_ENTERED;
-	if (dir->dir_bytes != dir->size &&
-	    report_at(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid, dir->dir_bytes, dir->size)) {
+	struct rfs_objbody *db = rfs_objtab_body(&c->objects, dir);   /* directories keep theirs */
+	if (db && db->dir_bytes != db->size &&
+	    report_at(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid, db->dir_bytes, db->size)) {
 		rfs_status fs = fix_stat(s, PR_DIR_SIZE_WRONG, dir->dir_id, dir->objectid,
-					 SD_FIELD_SIZE, dir->dir_bytes);
+					 SD_FIELD_SIZE, db->dir_bytes);
 		if (fs)
 			return fs;
-		dir->size = dir->dir_bytes;   /* the block count rule reads it next */
+		db->size = db->dir_bytes;   /* the block count rule reads it next */
 	}
 	if (++s->depth > RFS_PATH_MAX_DEPTH) {
 		s->depth--;
@@ -173,12 +162,13 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 	if (!st && removed) {
 		/* the directory's size follows the names it lost */
 		struct rfs_objinfo *me = rfs_objtab_find(&c->objects, dd, dobj);
-		if (me && me->dir_bytes >= removed) {
-			me->dir_bytes -= removed;
+		struct rfs_objbody *mb = me ? rfs_objtab_body(&c->objects, me) : NULL;
+		if (mb && mb->dir_bytes >= removed) {
+			mb->dir_bytes -= removed;
 			struct rfs_error re;
 			rfs_error_clear(&re);
-			if (repair_stat_field(c, &s->cur, dd, dobj, SD_FIELD_SIZE, me->dir_bytes, &re) == RFS_OK)
-				me->size = me->dir_bytes;
+			if (repair_stat_field(c, &s->cur, dd, dobj, SD_FIELD_SIZE, mb->dir_bytes, &re) == RFS_OK)
+				mb->size = mb->dir_bytes;
 		}
 	}
 	/* A directory's link count is 2 plus its subdirectories; reiserfs stores
@@ -190,58 +180,35 @@ static rfs_status walk_dir(struct sem *s, struct rfs_objinfo *dir, uint32_t pare
 	return st;
 }
 
-/* The stat data's block count, in 512-byte units, as reiserfsck computes it:
- * a regular file counts each non-zero pointer and its tail (if any) as one
- * block; directories and symlinks count their size rounded up; other 3.6
- * objects count nothing (3.5 devices keep rdev in that field). */
-static rfs_status check_blocks(struct sem *s, const struct rfs_objinfo *o)
+/* The stat data's block count (check_rules.c says what it should be). */
+static rfs_status check_blocks(struct sem *s, const struct rfs_objinfo *o,
+			       const struct rfs_objbody *b)
 {
-	struct rfs_check *c = s->c;
-	if (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK))
-		return RFS_OK;
-	uint64_t per = c->fs->bs / 512, want;
-	switch (rfs_mode_type(o->mode)) {
-	case RFS_FT_REG:
-		want = (o->unfm + ((o->flags & RFS_OBJ_HAS_DIRECT) ? 1 : 0)) * per;
-		break;
-	case RFS_FT_DIR:
-	case RFS_FT_LNK:
-		want = (o->size + 511) / 512;
-		break;
-	default:
-		if (o->sd_version == 1)
-			return RFS_OK;
-		want = 0;
-		break;
-	}
-	if (want == o->blocks)
+	uint64_t want;
+	if (!check_rule_blocks_want(s->c->fs, o, b, &want) || want == b->blocks)
 		return RFS_OK;
 	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 	ctx.has_key = true;
 	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
 	ctx.expected = want;
-	ctx.found = o->blocks;
-	if (problem_report(c->rep, PR_BLOCKS_WRONG, &ctx))
+	ctx.found = b->blocks;
+	if (problem_report(s->c->rep, PR_BLOCKS_WRONG, &ctx))
 		return fix_stat(s, PR_BLOCKS_WRONG, o->dir_id, o->objectid, SD_FIELD_BLOCKS, want);
 	return RFS_OK;
 }
 
-/* 3.5 stat data say where the tail starts: the first direct item's offset
- * for files and symlinks that have one, 0xFFFFFFFF for everything else. */
-static rfs_status check_first_direct(struct sem *s, const struct rfs_objinfo *o)
+/* A 3.5 stat data's first direct byte (check_rules.c). */
+static rfs_status check_first_direct(struct sem *s, const struct rfs_objinfo *o,
+				     const struct rfs_objbody *b)
 {
-	if (o->sd_version != 1 || (o->flags & (RFS_OBJ_ITEMS_BAD | RFS_OBJ_SAFELINK)))
-		return RFS_OK;
-	enum rfs_file_type t = rfs_mode_type(o->mode);
-	uint32_t want = (t == RFS_FT_REG || t == RFS_FT_LNK) && o->first_direct &&
-			o->first_direct <= 0xFFFFFFFEu ? (uint32_t)o->first_direct : 0xFFFFFFFFu;
-	if (want == o->sd_first_direct)
+	uint32_t want;
+	if (!check_rule_first_direct_want(o, b, &want) || want == b->sd_first_direct)
 		return RFS_OK;
 	struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 	ctx.has_key = true;
 	ctx.key = (struct rfs_key){ o->dir_id, o->objectid, 0, RFS_TYPE_STAT };
 	ctx.expected = want;
-	ctx.found = o->sd_first_direct;
+	ctx.found = b->sd_first_direct;
 	if (problem_report(s->c->rep, PR_FIRST_DIRECT_BYTE_WRONG, &ctx))
 		return fix_stat(s, PR_FIRST_DIRECT_BYTE_WRONG, o->dir_id, o->objectid,
 				SD_FIELD_FIRST_DIRECT, want);
@@ -315,9 +282,11 @@ rfs_status check_pass_semantic(struct rfs_check *c, struct rfs_error *err)
 				}
 				continue;
 			}
-			if ((st = check_blocks(&s, o)))
+			/* without a body it passed both in the tree pass */
+			const struct rfs_objbody *b = rfs_objtab_body(&c->objects, o);
+			if (b && (st = check_blocks(&s, o, b)))
 				break;
-			if ((st = check_first_direct(&s, o)))
+			if (b && (st = check_first_direct(&s, o, b)))
 				break;
 			bool is_dir = rfs_mode_type(o->mode) == RFS_FT_DIR;
 			/* mkreiserfs gives the root one link more than other directories

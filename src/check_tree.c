@@ -14,6 +14,7 @@
  * A subtree whose root fails is skipped, never followed.
  */
 #include "check.h"
+#include "check_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct walk {
 	bool have_obj;
 	uint32_t obj_dir_id, obj_objectid;
 	struct rfs_objinfo *obj;        /* valid until the next object starts */
+	struct rfs_objbody *body;       /* obj's body, until the object ends */
 	uint64_t next_off;              /* expected key offset of the next body item */
 	bool tail_seen;                 /* the object's direct item came: nothing may follow */
 	uint64_t tail_block;            /* file block holding the tail */
@@ -156,9 +158,9 @@ static void check_safe_link(struct walk *w, uint64_t blk, int i, const struct rf
  * semantic pass reports MODE_WRONG); a body item that holds a directory's "."
  * means the item's type is what flipped, and a mix means no single field
  * explains it: those need a rebuild. */
-static void finish_object(struct walk *w)
+static void judge_item_types(struct walk *w)
 {
-	if (!w->have_obj || w->n_mismatch == 0 || !w->obj)
+	if (w->n_mismatch == 0)
 		return;
 	struct rfs_objinfo *o = w->obj;
 	bool file_items = w->obj_kind == 1 && w->n_names == 0 && w->n_body > 0 && !w->names_in_body;
@@ -178,6 +180,19 @@ static void finish_object(struct walk *w)
 	o->flags |= RFS_OBJ_ITEMS_BAD;
 }
 
+/* Ends the current object: judges its item types, then drops its body when
+ * the semantic pass could find nothing in it (check_rules.h), which is what
+ * keeps the object table at 24 bytes for nearly every object. */
+static void finish_object(struct walk *w)
+{
+	if (!w->have_obj || !w->obj)
+		return;
+	judge_item_types(w);
+	if (w->body && check_rules_pass(w->c->fs, w->obj, w->body))
+		rfs_objtab_body_drop(&w->c->objects, w->obj);
+	w->body = NULL;
+}
+
 static rfs_status start_object(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih)
 {
 	struct rfs_check *c = w->c;
@@ -190,8 +205,18 @@ static rfs_status start_object(struct walk *w, uint64_t blk, int i, const struct
 	w->next_off = 1;
 	w->tail_seen = false;
 	w->obj_kind = 0;
-	if (rfs_objtab_get(&c->objects, ih->key.dir_id, ih->key.objectid, &w->obj))
-		return RFS_ERR_NOMEM;
+	bool created;
+	rfs_status st = rfs_objtab_get(&c->objects, ih->key.dir_id, ih->key.objectid, &w->obj, &created);
+	if (st)
+		return st;
+	/* An object that ended without keeping its body comes back: its items
+	 * are not in one run of the tree, and what the rules would read of the
+	 * first run is gone, so the rules skip it (as for items with gaps). */
+	bool revisit = !created && !w->obj->body;
+	if ((st = rfs_objtab_body_new(&c->objects, w->obj, &w->body)))
+		return st;
+	if (revisit)
+		w->obj->flags |= RFS_OBJ_ITEMS_BAD;
 	if (ih->key.type != RFS_TYPE_STAT && !w->resync) {
 		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 		ctx.block = blk;
@@ -308,10 +333,10 @@ static void check_indirect(struct walk *w, uint64_t blk, int i, const struct rfs
 			continue;
 		}
 		rfs_bitmap_set(&c->claimed, p);
-		w->obj->unfm = rfs_sat_add32(w->obj->unfm, 1);
+		w->body->unfm = rfs_sat_add32(w->body->unfm, 1);
 	}
 	w->next_off = ih->key.offset + (uint64_t)n * c->fs->bs;
-	w->obj->body_end = w->next_off - 1;
+	w->body->body_end = w->next_off - 1;
 }
 
 static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs_item_head *ih,
@@ -321,7 +346,7 @@ static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs
 	for (int e = 0; e < ih->free_or_count; e++) {
 		struct rfs_dirent de;
 		rfs_dir_entry(body, ih->len, e, &de);
-		w->obj->dir_bytes += RFS_DEH_SIZE + de.stored_len;
+		w->body->dir_bytes += RFS_DEH_SIZE + de.stored_len;
 		c->stats.names++;
 		bool dot = de.name_len == 1 && de.name[0] == '.';
 		bool dotdot = de.name_len == 2 && de.name[0] == '.' && de.name[1] == '.';
@@ -400,8 +425,9 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 		}
 		if (!w->have_obj || ih.key.dir_id != w->obj_dir_id ||
 		    ih.key.objectid != w->obj_objectid) {
-			if (start_object(w, blk, i, &ih))
-				return RFS_ERR_NOMEM;
+			rfs_status st = start_object(w, blk, i, &ih);
+			if (st)
+				return st;
 		}
 		if (ih.key.type != RFS_TYPE_STAT)
 			check_item_fits_object(w, blk, i, &ih, body);
@@ -415,9 +441,9 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 				o->mode = sd.mode;
 				o->sd_version = (uint8_t)sd.version;
 				o->nlink = sd.nlink;
-				o->size = sd.size;
-				o->blocks = sd.blocks;
-				o->sd_first_direct = sd.first_direct_byte;
+				w->body->size = sd.size;
+				w->body->blocks = sd.blocks;
+				w->body->sd_first_direct = sd.first_direct_byte;
 				count_object_type(c, sd.mode);
 			}
 			break;
@@ -428,10 +454,10 @@ static rfs_status check_leaf_items(struct walk *w, uint64_t blk, uint8_t *leaf, 
 		case RFS_TYPE_DIRECT:
 			check_body_offset(w, blk, i, &ih);
 			w->next_off = ih.key.offset + ih.len;
-			w->obj->body_end = w->next_off - 1;
+			w->body->body_end = w->next_off - 1;
 			w->obj->flags |= RFS_OBJ_HAS_DIRECT;
-			if (!w->obj->first_direct)
-				w->obj->first_direct = ih.key.offset > UINT32_MAX ? UINT32_MAX
+			if (!w->body->first_direct)
+				w->body->first_direct = ih.key.offset > UINT32_MAX ? UINT32_MAX
 								     : (uint32_t)ih.key.offset;
 			break;
 		case RFS_TYPE_DIRENTRY:

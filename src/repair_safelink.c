@@ -189,7 +189,18 @@ static rfs_status truncate_file(struct rfs_check *c, struct rfs_tedit *te, uint3
 	}
 	/* block count and first_direct_byte as check computes them */
 	struct rfs_objinfo *oi = rfs_objtab_find(&c->objects, d, o);
-	uint64_t unfm = oi && oi->unfm >= s->blocks ? oi->unfm - s->blocks : 0;
+	struct rfs_objbody *ob = oi ? rfs_objtab_body(&c->objects, oi) : NULL;
+	/* an object without a body passed check's block count rule, so its
+	 * stat data's count says how many pointers it had (check_rules.c) */
+	uint64_t had = 0;
+	if (ob) {
+		had = ob->unfm;
+	} else if (oi && rfs_mode_type(oi->mode) == RFS_FT_REG) {
+		had = (uint64_t)sd->blocks / (bs / 512);
+		if (had && (oi->flags & RFS_OBJ_HAS_DIRECT))
+			had--;
+	}
+	uint64_t unfm = had >= s->blocks ? had - s->blocks : 0;
 	bool has_direct = direct_left;
 	struct rfs_stat nsd = *sd;
 	nsd.blocks = (uint32_t)((unfm + (has_direct ? 1 : 0)) * (bs / 512));
@@ -198,7 +209,8 @@ static rfs_status truncate_file(struct rfs_check *c, struct rfs_tedit *te, uint3
 	if (nsd.blocks != sd->blocks || nsd.first_direct_byte != sd->first_direct_byte)
 		st = repair_tree_put_sd(te, d, o, &nsd, err);
 	if (oi && !st) {
-		oi->unfm = (uint32_t)unfm;   /* never above what it was */
+		if (ob)
+			ob->unfm = (uint32_t)unfm;   /* never above what it was */
 		if (!has_direct)
 			oi->flags &= (uint8_t)~RFS_OBJ_HAS_DIRECT;
 	}

@@ -12,7 +12,7 @@ set -eu
 W=$WORK
 sum() { sha256sum "$1" | cut -d' ' -f1; }
 n=0
-for r in dir-item-direct tail-cross split-indirect split-direct; do
+for r in dir-item-direct tail-cross split-indirect split-direct swap-leaves; do
 	xz -dc "$TOP/corpus/images/r36-features-r5.img.xz" >"$W/d.img"
 	want=$(python3 "$TOP/tests/lib/rebuild_damage.py" "$r" "$W/d.img")
 	set +e

@@ -16,6 +16,11 @@ object in key order.
                                          by side in its leaf (all else right:
                                          offsets, layout, free space, dc_size)
   split-direct      ITEMS_MERGEABLE      the same with a tail (direct item)
+  swap-leaves       LEAF_KEYS_UNSORTED   two neighbouring leaves swap places in
+                                         their parent, where one object's items
+                                         run across both: the walk meets the
+                                         object's end first, then the objects
+                                         before it, then the object again
 """
 import struct
 import sys
@@ -133,6 +138,26 @@ def main():
                     wr(pblk, pn)
                     print("ITEMS_MERGEABLE")
                     return
+        elif recipe == "swap-leaves":
+            def twig(blk):
+                node = rd(blk)
+                level, nr = u16(node, 0), u16(node, 2)
+                if level == 2:
+                    yield blk, node
+                elif level > 2:
+                    for i in range(nr + 1):
+                        yield from twig(u32(node, 24 + 16 * nr + 8 * i))
+            for blk, node in twig(u32(sb, 8)):
+                nr = u16(node, 2)
+                for i in range(nr):
+                    dc = 24 + 16 * nr + 8 * i
+                    a, b = rd(u32(node, dc)), rd(u32(node, dc + 8))
+                    last = 24 + 24 * (u16(a, 2) - 1)
+                    if u16(a, 0) == 1 and u16(b, 0) == 1 and a[last:last + 8] == b[24:32]:
+                        node[dc:dc + 16] = node[dc + 8:dc + 16] + node[dc:dc + 8]
+                        wr(blk, node)
+                        print("LEAF_KEYS_UNSORTED")
+                        return
         raise SystemExit("no object for recipe " + recipe)
 
 
