@@ -20,7 +20,7 @@ static const char *const insert_sql[IX_NSTMT] = {
 		    " votes_r5, votes_tea, votes_rup, names, k_dir, k_obj, k_off, k_type)"
 		    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[IX_ITEM] = "INSERT OR REPLACE INTO item(block, pos, dir_id, objectid, offset, type, fmt, len,"
-		    " sd_mode, sd_mtime) VALUES (?,?,?,?,?,?,?,?,?,?)",
+		    " sd_mode, sd_mtime, win) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	[IX_CLAIM] = "INSERT INTO claim(first, count, block, pos, dir_id, objectid, file_offset)"
 		     " VALUES (?,?,?,?,?,?,?)",
 	[IX_DIRENT] = "INSERT INTO dirent(dir_id, objectid, off, t_dir_id, t_objectid, name, state,"
@@ -261,12 +261,16 @@ rfs_status rfs_index_add_leaf(struct rfs_index *ix, const struct rfs_index_leaf 
 rfs_status rfs_index_add_item(struct rfs_index *ix, const struct rfs_index_item *it,
 			      struct rfs_error *err)
 {
-	struct ix_val v[10] = {
+	/* win = 1: decide takes it away from the few items that lose (their
+	 * leaf rejected, or a stronger copy of their key), which costs far less
+	 * than giving it to every item of every accepted leaf */
+	struct ix_val v[11] = {
 		vu64(it->block), vint(it->pos), vu64(it->dir_id), vu64(it->objectid),
 		vu64(it->offset), vint(it->type), vint(it->fmt), vint(it->len),
 		it->is_sd ? vu64(it->sd_mode) : vnull(), it->is_sd ? vu64(it->sd_mtime) : vnull(),
+		vint(1),
 	};
-	return put_row(ix, IX_ITEM, v, 10, "item", err);
+	return put_row(ix, IX_ITEM, v, 11, "item", err);
 }
 
 rfs_status rfs_index_add_claim(struct rfs_index *ix, uint64_t first, uint64_t count,

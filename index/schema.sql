@@ -51,6 +51,9 @@ CREATE TABLE IF NOT EXISTS leaf (
 );
 
 -- Items of valid leaves.  sd_mtime/sd_mode only for stat data (conflicts).
+--   win   1 when the item goes into the rebuilt tree; the scan stores 1 and
+--         decide clears it for the items of rejected leaves and for the
+--         losers of a key found in several leaves
 CREATE TABLE IF NOT EXISTS item (
 	block     INTEGER NOT NULL,
 	pos       INTEGER NOT NULL,
@@ -84,7 +87,8 @@ CREATE TABLE IF NOT EXISTS claim (
 --   slot   bytes the name takes in the item (padding included); 0 when
 --          synthesized (then the directory's stat data version decides)
 --   hmask  bit 0 r5, bit 1 tea, bit 2 rupasov: hashes the name matches
---   keep   1 when the entry goes into the rebuilt tree
+--   keep   1 when the entry goes into the rebuilt tree (the scan stores 1,
+--          decide and namespace.c clear it)
 CREATE TABLE IF NOT EXISTS dirent (
 	dir_id    INTEGER NOT NULL,
 	objectid  INTEGER NOT NULL,

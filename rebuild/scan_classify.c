@@ -63,6 +63,7 @@ static rfs_status index_dir_item(struct rb_rows *out, uint64_t blk, int pos,
 			.name_len = d.name_len, .state = d.state, .fmt = ih->key_format,
 			.slot = d.stored_len,
 			.block = blk, .pos = (uint32_t)pos, .hmask = hmask,
+			.keep = true,   /* until decide says otherwise (select.c) */
 		};
 		rfs_status st = rb_rows_dirent(out, &r, err);
 		if (st)

@@ -356,7 +356,11 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		" detail = 'identical to leaf ' || (SELECT k.block FROM leaf k WHERE k.checksum = leaf.checksum"
 		"   AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
 		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1)"
-		" WHERE area = 0 AND valid >= 1 AND status IS NULL AND block <> (SELECT k.block FROM leaf k"
+		/* only checksums found twice need the search for the best copy
+		 * (counted over all leaves: the index alone answers that) */
+		" WHERE area = 0 AND valid >= 1 AND status IS NULL AND checksum IN (SELECT checksum FROM leaf"
+		"   GROUP BY checksum HAVING count(*) > 1)"
+		" AND block <> (SELECT k.block FROM leaf k"
 		"   WHERE k.checksum = leaf.checksum AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
 		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1);"
 		"UPDATE leaf SET status = 'accepted', reason = CASE WHEN reachable THEN 'reachable'"
@@ -396,10 +400,11 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		return st;
 	/* 7. item winners and conflicts */
 	if ((st = step_all(c,
-		/* every item of an accepted leaf wins, except where a key is in
-		 * several leaves: only those keys (found on the covering index
-		 * item_key) are ranked */
-		"UPDATE item SET win = 1 WHERE block IN (SELECT block FROM leaf WHERE status = 'accepted');"
+		/* every item of an accepted leaf wins (the scan stored them all
+		 * as winners), except where a key is in several leaves: only
+		 * those keys (found on the covering index item_key) are ranked */
+		"UPDATE item SET win = 0 WHERE block IN"
+		" (SELECT block FROM leaf WHERE status IS NOT 'accepted');"
 		"DROP TABLE IF EXISTS temp.dupkey;"
 		"CREATE TEMP TABLE dupkey AS SELECT dir_id, objectid, offset, type FROM item"
 		" GROUP BY dir_id, objectid, offset, type HAVING count(*) > 1;"
@@ -422,10 +427,11 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	 * (the strongest leaf's); namespace.c may still drop some */
 	char sql[1024];
 	snprintf(sql, sizeof(sql),
-		"UPDATE dirent SET why = 'hash-mismatch' WHERE block IN"
-		" (SELECT block FROM leaf WHERE status = 'accepted') AND (hmask & %d) = 0;"
-		"UPDATE dirent SET keep = 1 WHERE why IS NULL AND block IN"
+		/* the scan stored every name as kept */
+		"UPDATE dirent SET why = 'hash-mismatch', keep = 0 WHERE (hmask & %d) = 0 AND block IN"
 		" (SELECT block FROM leaf WHERE status = 'accepted');"
+		"UPDATE dirent SET keep = 0 WHERE block IN"
+		" (SELECT block FROM leaf WHERE status IS NOT 'accepted');"
 		/* one name per (directory, offset): only offsets found twice are ranked */
 		"DROP TABLE IF EXISTS temp.dupent;"
 		"CREATE TEMP TABLE dupent AS SELECT dir_id, objectid, off FROM dirent"
