@@ -152,12 +152,12 @@ static void check_safe_link(struct walk *w, uint64_t blk, int i, const struct rf
 	problem_report(c->rep, PR_SAFELINK_PENDING, &ctx);
 }
 
-/* Ends the current object: items that all disagree with the stat data's type
- * the same way (only file bodies under a directory mode, or only names under a
- * file mode) mean one flipped mode, which fix sets from the items (the
- * semantic pass reports MODE_WRONG); a body item that holds a directory's "."
- * means the item's type is what flipped, and a mix means no single field
- * explains it: those need a rebuild. */
+/* The ended object's items against its stat data's type: items that all
+ * disagree with it the same way (only file bodies under a directory mode, or
+ * only names under a file mode) mean one flipped mode, which fix sets from the
+ * items (the semantic pass reports MODE_WRONG); a body item that holds a
+ * directory's "." means the item's type is what flipped, and a mix means no
+ * single field explains it: those need a rebuild. */
 static void judge_item_types(struct walk *w)
 {
 	if (w->n_mismatch == 0)
