@@ -122,7 +122,11 @@ rfs_status rfs_objtab_get(struct rfs_objtab *t, uint32_t d, uint32_t o, struct r
 		*created = false;
 	if (!d && !o)
 		return RFS_ERR_INVALID;
-	struct rfs_objinfo *r = rfs_objtab_find(t, d, o);
+	uint64_t k = (uint64_t)d << 32 | o;
+	/* above the last key of a sorted table: new, without a search (the
+	 * tree walk's case for every object) */
+	bool in_order = !t->count || key_of(rfs_objtab_at(t, t->count - 1)) < k;
+	struct rfs_objinfo *r = t->unsorted || !in_order ? rfs_objtab_find(t, d, o) : NULL;
 	if (r) {
 		*out = r;
 		return RFS_OK;
@@ -134,7 +138,6 @@ rfs_status rfs_objtab_get(struct rfs_objtab *t, uint32_t d, uint32_t o, struct r
 	    (st = add_chunk(&t->chunks, &t->nchunks, &t->chunks_cap, sizeof(*r))))
 		return st;
 	/* below the last key: from now on lookups go through the index */
-	bool in_order = !t->count || key_of(rfs_objtab_at(t, t->count - 1)) < ((uint64_t)d << 32 | o);
 	if ((t->unsorted || !in_order) && (t->count + 1) * 4 > t->cap * 3 && (st = grow_index(t)))
 		return st;   /* the table is as it was */
 	r = rfs_objtab_at(t, t->count);
@@ -151,11 +154,6 @@ rfs_status rfs_objtab_get(struct rfs_objtab *t, uint32_t d, uint32_t o, struct r
 	return RFS_OK;
 }
 
-static struct rfs_objbody *body_at(const struct rfs_objtab *t, size_t i)
-{
-	return (struct rfs_objbody *)t->bchunks[i / RFS_OBJTAB_CHUNK] + i % RFS_OBJTAB_CHUNK;
-}
-
 rfs_status rfs_objtab_body_new(struct rfs_objtab *t, struct rfs_objinfo *o, struct rfs_objbody **out)
 {
 	*out = rfs_objtab_body(t, o);
@@ -164,7 +162,7 @@ rfs_status rfs_objtab_body_new(struct rfs_objtab *t, struct rfs_objinfo *o, stru
 	size_t i;
 	if (t->free_body) {
 		i = t->free_body - 1;
-		t->free_body = body_at(t, i)->blocks;   /* the free list's link */
+		t->free_body = rfs_objtab_body_at(t, i)->blocks;   /* the free list's link */
 	} else {
 		if (t->nbodies >= UINT32_MAX - 1)
 			return RFS_ERR_LIMIT;
@@ -175,7 +173,7 @@ rfs_status rfs_objtab_body_new(struct rfs_objtab *t, struct rfs_objinfo *o, stru
 			return st;
 		i = t->nbodies++;
 	}
-	*out = body_at(t, i);
+	*out = rfs_objtab_body_at(t, i);
 	memset(*out, 0, sizeof(**out));
 	o->body = (uint32_t)(i + 1);
 	t->live_bodies++;

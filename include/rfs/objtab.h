@@ -103,14 +103,16 @@ static inline struct rfs_objinfo *rfs_objtab_at(const struct rfs_objtab *t, size
 {
 	return (struct rfs_objinfo *)t->chunks[i / RFS_OBJTAB_CHUNK] + i % RFS_OBJTAB_CHUNK;
 }
+/* Body i (0 <= i < t->nbodies), handed out or dropped. */
+static inline struct rfs_objbody *rfs_objtab_body_at(const struct rfs_objtab *t, size_t i)
+{
+	return (struct rfs_objbody *)t->bchunks[i / RFS_OBJTAB_CHUNK] + i % RFS_OBJTAB_CHUNK;
+}
 /* The record's body, or NULL.  Bodies never move either. */
 static inline struct rfs_objbody *rfs_objtab_body(const struct rfs_objtab *t,
 						  const struct rfs_objinfo *o)
 {
-	if (!o->body)
-		return NULL;
-	size_t i = o->body - 1;
-	return (struct rfs_objbody *)t->bchunks[i / RFS_OBJTAB_CHUNK] + i % RFS_OBJTAB_CHUNK;
+	return o->body ? rfs_objtab_body_at(t, o->body - 1) : NULL;
 }
 /* Gives the record a zeroed body (replacing none; an existing one is kept
  * as it is) and returns it. */
