@@ -604,11 +604,15 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	if (!e.leaf || !e.body || !e.names)
 		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "emit buffers");
 	if (!st)
-		st = rfs_bitmap_init(&e.reserved, c->nblocks, err);
+		st = rfs_bitmap_init_sparse(&e.reserved, c->nblocks, err);
 	if (!st)
-		st = rfs_bitmap_init(&e.old_internal, c->nblocks, err);
+		st = rfs_bitmap_init_sparse(&e.old_internal, c->nblocks, err);
 	if (!st)
 		st = load_reserved(&e, err);
+	if (!st)
+		st = rfs_bitmap_status(&e.reserved, "data blocks of the accepted leaves", err);
+	if (!st)
+		st = rfs_bitmap_status(&e.old_internal, "old internal nodes", err);
 	if (!st)
 		st = rfs_index_prepare(c->ix, items_sql, &e.items, err);
 	if (!st)

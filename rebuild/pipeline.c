@@ -44,6 +44,11 @@ void rb_release(struct rb_ctx *c)
 {
 	rfs_index_close(c->ix);
 	c->ix = NULL;
+	rb_release_sets(c);
+}
+
+void rb_release_sets(struct rb_ctx *c)
+{
 	rfs_bitmap_free(&c->old_used);
 	rfs_bitmap_free(&c->meta);
 	rfs_bitmap_free(&c->leaves);
@@ -71,6 +76,8 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 		st = rfs_index_bind(c->ix, identity, &fresh, err);
 	if (!st)
 		st = rb_scan(c, err);
+	if (!st)
+		st = rfs_bitmap_status(&c->leaves, "leaf candidates", err);
 	double t1 = now();
 	c->t_scan = t1 - t0;
 	/* decisions are always made again (cheap); only the scan is resumed */
@@ -81,7 +88,11 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 	if (!st)
 		st = rb_nested(c, err);
 	if (!st)
+		st = rfs_bitmap_status(&c->nested, "blocks of nested filesystems", err);
+	if (!st)
 		st = rb_select(c, err);
+	if (!st)
+		st = rfs_bitmap_status(&c->accepted, "accepted leaves", err);
 	if (!st && c->n.accepted == 0)
 		st = rfs_error_set(err, RFS_ERR_NOT_FOUND, RFS_NO_BLOCK,
 				   "no usable leaf was found (%llu candidates, all rejected); "

@@ -72,12 +72,16 @@ struct rb_ctx {
 
 	enum rb_scan_mode scan_mode; /* what was chosen */
 	char scan_reason[200];
-	struct rfs_bitmap old_used;  /* on-disk bitmap at open */
-	struct rfs_bitmap meta;      /* superblock area, bitmaps, journal */
-	struct rfs_bitmap leaves;    /* valid leaf candidates (any decision) */
-	struct rfs_bitmap nested;    /* blocks inside a nested filesystem */
-	struct rfs_bitmap accepted;  /* leaves of the new tree (before emit) */
-	struct rfs_bitmap claimed;   /* data blocks owned by emitted indirect items */
+	/* Dense: one bit per block.  Sparse: about 2 bytes per member, at most
+	 * one bit per block (bitmap.h).  After rb_build only salvage reads
+	 * them; `rfsck rebuild` frees them (rb_release_sets) before its check
+	 * passes, which keep their own. */
+	struct rfs_bitmap old_used;  /* dense: on-disk bitmap at open */
+	struct rfs_bitmap meta;      /* sparse: superblock area, bitmaps, journal */
+	struct rfs_bitmap leaves;    /* sparse: valid leaf candidates (any decision) */
+	struct rfs_bitmap nested;    /* sparse: blocks inside a nested filesystem */
+	struct rfs_bitmap accepted;  /* sparse: leaves of the new tree (before emit) */
+	struct rfs_bitmap claimed;   /* dense: data blocks owned by emitted indirect items */
 
 	unsigned hash_code;
 	const char *hash_source;     /* "superblock", "majority", "option", "default" */
@@ -111,6 +115,8 @@ void rb_init(struct rb_ctx *c, struct rfs_fs *fs, const struct rb_options *opt);
 rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err);
 rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err);
 void rb_release(struct rb_ctx *c);
+/* Frees the block sets (the index stays open). */
+void rb_release_sets(struct rb_ctx *c);
 /* The missing byte ranges of a file reported partial ("[[from,to],...]",
  * malloc'd), or NULL. */
 char *rb_partial_ranges(struct rb_ctx *c, uint32_t dir_id, uint32_t objectid);

@@ -179,13 +179,14 @@ static void note_unreadable_bitmap(void *ctx, uint32_t i, uint64_t blk, const st
 static rfs_status setup_sets(struct rb_ctx *c, struct rfs_error *err)
 {
 	const struct rfs_super *sb = &c->fs->sb;
-	rfs_status st = rfs_bitmap_init(&c->meta, c->nblocks, err);
+	/* a few blocks in a hundred: sparse; claimed covers the data: dense */
+	rfs_status st = rfs_bitmap_init_sparse(&c->meta, c->nblocks, err);
 	if (!st)
-		st = rfs_bitmap_init(&c->leaves, c->nblocks, err);
+		st = rfs_bitmap_init_sparse(&c->leaves, c->nblocks, err);
 	if (!st)
-		st = rfs_bitmap_init(&c->nested, c->nblocks, err);
+		st = rfs_bitmap_init_sparse(&c->nested, c->nblocks, err);
 	if (!st)
-		st = rfs_bitmap_init(&c->accepted, c->nblocks, err);
+		st = rfs_bitmap_init_sparse(&c->accepted, c->nblocks, err);
 	if (!st)
 		st = rfs_bitmap_init(&c->claimed, c->nblocks, err);
 	if (st)
@@ -200,6 +201,8 @@ static rfs_status setup_sets(struct rb_ctx *c, struct rfs_error *err)
 	if (sb->j_dev == 0)
 		for (uint64_t b = sb->j_first; b < rfs_super_journal_end(sb) && b < c->nblocks; b++)
 			rfs_bitmap_set(&c->meta, b);
+	if ((st = rfs_bitmap_status(&c->meta, "metadata blocks", err)))
+		return st;
 	bool unreadable = false;
 	if ((st = rfs_bitmap_init(&c->old_used, c->nblocks, err)))
 		return st;

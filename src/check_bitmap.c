@@ -76,38 +76,102 @@ static rfs_status rewrite_bitmaps(struct rfs_check *c, struct rfs_error *err)
 	return st;
 }
 
-rfs_status check_pass_bitmap(struct rfs_check *c, struct rfs_error *err)
+/* One sweep over the on-disk bitmaps, block by block (never the whole
+ * bitmap in memory: at 1 TiB that is 32 MiB more than c->claimed): reports
+ * the runs where the on-disk bit and c->claimed disagree the way `code`
+ * says.  Bitmap blocks found unreadable by the first sweep (bad) read as
+ * all-used here, whatever a second read would give. */
+static rfs_status sweep(struct rfs_check *c, enum rfs_problem_code code, uint8_t *buf,
+			const struct rfs_bitmap *bad, struct rfs_error *err)
 {
 	struct rfs_fs *fs = c->fs;
-	struct rfs_bitmap disk;
-	rfs_status st = rfs_bitmap_init(&disk, c->claimed.nbits, err);
-	if (st)
-		return st;
-	uint64_t tail_clear = 0;
-	st = rfs_bitmap_load(fs, &disk, &tail_clear, unreadable, c, err);
-	if (st)
-		goto out;
-	for (int pass = 0; pass < 2; pass++) {
-		/* pass 0: used but marked free; pass 1: marked used but unused */
-		if (pass == 1 && c->bad_nodes)
-			break;
-		enum rfs_problem_code code = pass == 0 ? PR_BITMAP_USED_MARKED_FREE
-						       : PR_BITMAP_LEAKED_BLOCK;
-		uint64_t run = UINT64_MAX;
-		for (uint64_t b = 0; b < c->claimed.nbits; b++) {
+	uint64_t per = (uint64_t)fs->bs * 8, nbits = c->claimed.nbits;
+	bool want_used = code == PR_BITMAP_USED_MARKED_FREE;
+	uint64_t run = UINT64_MAX;
+	for (uint64_t b = 0; b < nbits;) {
+		uint64_t i = b / per, end = b + per < nbits ? b + per : nbits;
+		bool on_disk = i < fs->sb.bmap_count;
+		if (on_disk && rfs_bitmap_test(bad, i))
+			memset(buf, 0xFF, fs->bs);
+		else if (on_disk) {
+			rfs_status st = rfs_bitmap_read_block(fs, (uint32_t)i, buf, NULL, NULL, err);
+			if (st)
+				return st;
+		}
+		for (; b < end; b++) {
+			uint64_t j = b - i * per;
 			bool used = rfs_bitmap_test(&c->claimed, b);
-			bool marked = rfs_bitmap_test(&disk, b);
-			bool bad = pass == 0 ? (used && !marked) : (!used && marked);
-			if (bad && run == UINT64_MAX)
+			bool marked = on_disk && (buf[j >> 3] >> (j & 7) & 1);
+			bool wrong = want_used ? (used && !marked) : (!used && marked);
+			if (wrong && run == UINT64_MAX)
 				run = b;
-			if (!bad && run != UINT64_MAX) {
+			if (!wrong && run != UINT64_MAX) {
 				report_run(c, code, run, b);
 				run = UINT64_MAX;
 			}
 		}
-		if (run != UINT64_MAX)
-			report_run(c, code, run, c->claimed.nbits);
 	}
+	if (run != UINT64_MAX)
+		report_run(c, code, run, nbits);
+	return RFS_OK;
+}
+
+struct first_sweep {
+	struct rfs_check *c;
+	struct rfs_bitmap *bad;
+};
+
+static void note_unreadable(void *ctx, uint32_t index, uint64_t block, const struct rfs_error *e)
+{
+	struct first_sweep *f = ctx;
+	rfs_bitmap_set(f->bad, index);
+	unreadable(f->c, index, block, e);
+}
+
+/* Reads every bitmap block once for the read errors (reported first, in
+ * bitmap order) and the clear bits past the last block. */
+static rfs_status first_sweep(struct rfs_check *c, uint8_t *buf, struct rfs_bitmap *bad,
+			      uint64_t *tail_clear, struct rfs_error *err)
+{
+	struct rfs_fs *fs = c->fs;
+	uint64_t per = (uint64_t)fs->bs * 8;
+	struct first_sweep f = { c, bad };
+	*tail_clear = 0;
+	for (uint32_t i = 0; i < fs->sb.bmap_count; i++) {
+		uint64_t first = (uint64_t)i * per;
+		if (first >= c->claimed.nbits)
+			break;
+		rfs_status st = rfs_bitmap_read_block(fs, i, buf, note_unreadable, &f, err);
+		if (st)
+			return st;
+		for (uint64_t j = 0; j < per; j++) {
+			uint64_t b = first + j;
+			if (b >= c->claimed.nbits && b >= fs->sb.block_count && !(buf[j >> 3] >> (j & 7) & 1))
+				(*tail_clear)++;
+		}
+	}
+	return RFS_OK;
+}
+
+rfs_status check_pass_bitmap(struct rfs_check *c, struct rfs_error *err)
+{
+	struct rfs_fs *fs = c->fs;
+	uint8_t *buf = malloc(fs->bs);
+	struct rfs_bitmap bad = { 0 };
+	rfs_status st = buf ? rfs_bitmap_init(&bad, fs->sb.bmap_count, err)
+			    : rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "bitmap buffer");
+	uint64_t tail_clear = 0;
+	if (!st)
+		st = first_sweep(c, buf, &bad, &tail_clear, err);
+	/* pass 0: used but marked free; pass 1: marked used but unused */
+	if (!st)
+		st = sweep(c, PR_BITMAP_USED_MARKED_FREE, buf, &bad, err);
+	if (!st && !c->bad_nodes)
+		st = sweep(c, PR_BITMAP_LEAKED_BLOCK, buf, &bad, err);
+	free(buf);
+	rfs_bitmap_free(&bad);
+	if (st)
+		return st;
 	if (tail_clear) {
 		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 		ctx.block = rfs_bitmap_block(&fs->sb, fs->sb.bmap_count - 1);
@@ -149,6 +213,5 @@ rfs_status check_pass_bitmap(struct rfs_check *c, struct rfs_error *err)
 		}
 	}
 out:
-	rfs_bitmap_free(&disk);
 	return st;
 }

@@ -144,6 +144,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct rb_
 	 * the index's page cache and the build's freed buffers still hold, so
 	 * the peak is the larger of the two phases, not their sum. */
 	sqlite3_db_release_memory(rfs_index_db(c->ix));
+	rb_release_sets(c);
 	malloc_trim(0);
 	struct rfs_check fc;
 	memset(&fc, 0, sizeof(fc));

@@ -1116,17 +1116,6 @@ void sdel_block_facts(const struct salvage_deleted *d, uint64_t blk, struct salv
 /* ------------------------------------------------------------------------- */
 
 /* dst |= src over the blocks both cover. */
-static void bitmap_or(struct rfs_bitmap *dst, const struct rfs_bitmap *src)
-{
-	uint64_t nbits = dst->nbits < src->nbits ? dst->nbits : src->nbits;
-	uint64_t words = nbits / 64;
-	for (uint64_t w = 0; w < words; w++)
-		dst->words[w] |= src->words[w];
-	for (uint64_t b = words * 64; b < nbits; b++)
-		if (rfs_bitmap_test(src, b))
-			rfs_bitmap_set(dst, b);
-}
-
 rfs_status salvage_deleted_scan(const struct salvage_deleted_options *o,
 				struct salvage_deleted **out, struct rfs_error *err)
 {
@@ -1150,7 +1139,7 @@ rfs_status salvage_deleted_scan(const struct salvage_deleted_options *o,
 	if (!st)
 		st = rfs_bitmap_init(&d->marked_used, d->nblocks, err);
 	if (!st && o->used) {
-		bitmap_or(&d->marked_used, o->used);
+		rfs_bitmap_or(&d->marked_used, o->used);
 	} else if (!st) {
 		/* an unreadable bitmap block marks its range used: never scanned */
 		st = rfs_bitmap_load(o->disk_fs, &d->marked_used, NULL, NULL, NULL, err);
@@ -1159,10 +1148,10 @@ rfs_status salvage_deleted_scan(const struct salvage_deleted_options *o,
 	 * one also marks the blocks of objects the damage took (marked_used
 	 * then only keeps them out of the scan and flags their reads). */
 	if (!st && d->nodes_on_disk)
-		bitmap_or(&d->in_use, &d->marked_used);
+		rfs_bitmap_or(&d->in_use, &d->marked_used);
 	for (int i = 0; !st && i < 2; i++)
 		if (o->in_use[i])
-			bitmap_or(&d->in_use, o->in_use[i]);
+			rfs_bitmap_or(&d->in_use, o->in_use[i]);
 	if (!st) {
 		if (d->progress)
 			rfs_progress_phase(d->progress, "deleted: walking the live tree", "", 0);
