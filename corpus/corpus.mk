@@ -11,7 +11,7 @@
 #                        written by the kernel (test-kernel.sh --fixed)
 #   make corpus-baseline damage recipes x reiserfsck, scored by the kernel view
 #   make corpus-selftest kernel-free self-test of damage/score/oracle (12 s)
-#   make bench-images    the large benchmark volumes (4 GiB / 32 GiB, kernel-written,
+#   make bench-images    the large benchmark volumes (4 GiB / 32 GiB / 1 TiB, kernel-written,
 #                        verified) under corpus/build/bench/; reused when verified
 #
 # Scratch goes to $(RFSCK_CORPUS_CACHE) (default corpus/build, git-ignored).

@@ -2,7 +2,8 @@
 """report.py RESULTS.json - markdown tables of bigbench.py's results: the
 images, the steps side by side with reiserfsck, the growth from the smallest
 to the largest image, and the issue's targets (met / missed, by how much),
-evaluated on the largest image."""
+evaluated on the largest of them; then the TiB-scale volume (bigbench.py's
+scale_only: no `cat`, no salvage) in a section of its own, for memory.""" 
 import json
 import sys
 
@@ -30,18 +31,73 @@ def runs_note(r):
     return "%d" % r["runs"] + ("" if r.get("cache", "cold") == "cold" else " hot")
 
 
+def scale_section(p, s, big):
+    """The TiB-scale volume: times and peak memory of each step, the memory
+    target at this size, and bytes per volume block against the largest
+    regular volume."""
+    tib = s["bytes"] / (1 << 40)
+    lim = 64 + 96 * tib
+    p("### Memory at TiB scale (%s)" % s["image"])
+    p("")
+    p("%s: %.2f TiB, %d blocks, %.1f GiB on disk; `cat` and salvage are not run (they read the "
+      "whole image file, holes included).  Limit = 64 MiB + 96 MiB/TiB = %.0f MiB." % (
+          s["image"], tib, s["blocks"], s["allocated"] / (1 << 30), lim))
+    p("")
+    p("| step | runs | time | peak RSS | RSS bytes per volume block | ratio |")
+    p("| --- | --- | --- | --- | --- | --- |")
+    rd = s["read_data"]["seconds"]
+    for key, name, rt in (
+            ("read_data", "sequential read of the data extents (readdata.py)", "1.00"),
+            ("check", "`rfsck check -q`", "%.2f of reiserfsck" % ratio(s["check"]["seconds"], s["fsck"]["seconds"])),
+            ("fsck", "`reiserfsck --check --yes` (copy)", "%.2f x data read" % ratio(s["fsck"]["seconds"], rd)),
+            ("dry", "`rfsck rebuild --dry-run --index DB`", "%.2f x data read" % ratio(s["dry"]["seconds"], rd)),
+            ("rebuild", "`rfsck rebuild --yes --output NEW` (root zeroed)",
+             "%.2f of rebuild-tree" % ratio(s["rebuild"]["seconds"], s["rtree"]["seconds"])),
+            ("inplace", "`rfsck rebuild --yes` in place, undo log",
+             "%.2f of rebuild-tree" % ratio(s["inplace"]["seconds"], s["rtree"]["seconds"])),
+            ("rtree", "`reiserfsck --rebuild-tree` (same damage)", "%.2f x data read" % ratio(s["rtree"]["seconds"], rd))):
+        x = s[key]
+        p("| %s | %s | %s | %s | %.2f | %s |" % (name, runs_note(x), fmt_t(x, True), rss(x),
+                                                 x["peak_kib"] * 1024 / s["blocks"], rt))
+    p("")
+    m = max(s["rebuild"]["peak_kib"], s["dry"]["peak_kib"], s["inplace"]["peak_kib"]) / 1024
+    p("Peak memory of rebuild (max of dry run and both rebuilds): %.0f MiB against %.0f MiB allowed: %s.  "
+      "`rfsck check`: %.0f MiB; reiserfsck --check %.0f MiB, --rebuild-tree %.0f MiB." % (
+          m, lim, "met" if m <= lim else "**missed** (+%.0f MiB)" % (m - lim),
+          s["check"]["peak_kib"] / 1024, s["fsck"]["peak_kib"] / 1024, s["rtree"]["peak_kib"] / 1024))
+    if big:
+        vb = s["blocks"] / big["blocks"]
+        growth = ", ".join("%s x%.2f" % (name, ratio(s[k]["peak_kib"], big[k]["peak_kib"]))
+                           for k, name in (("check", "check"), ("dry", "dry run"), ("rebuild", "--output"),
+                                           ("inplace", "in place")))
+        p("From %s to %s the volume grows x%.0f (blocks); peak memory grows %s." % (
+            big["image"], s["image"], vb, growth))
+    sc = (s.get("dry_report") or {}).get("scan") or {}
+    ss = s.get("dry_scan") or {}
+    if ss.get("seconds") and sc.get("blocks_scanned"):
+        rate = sc["blocks_scanned"] * s["blocksize"] / ss["seconds"]
+        data_rate = s["allocated"] / rd
+        p("Scan: %d blocks (%s) in %.1f s, %.0f MiB/s = %.0f%% of the data-extent read (%.0f MiB/s)." % (
+            sc["blocks_scanned"], sc.get("mode"), ss["seconds"], rate / MiB, 100 * rate / data_rate,
+            data_rate / MiB))
+    p("")
+
+
 def main():
     res = json.load(open(sys.argv[1]))
     if not res:
         return 0
     res.sort(key=lambda r: r["bytes"])
+    everything = res
+    scale = [r for r in res if r.get("scale_only")]
+    res = [r for r in res if not r.get("scale_only")]
     out = []
     p = out.append
     p("### Images")
     p("")
     p("| image | size | on disk | blocks (4 KiB) | used blocks | leaves | files | dirs | tree height | built in the guest | kernel read-back | reiserfsck --check |")
     p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in res:
+    for r in everything:
         m = r["meta"]
         kr = m.get("kernel_readback") or {}
         ck = m.get("reiserfsck_check") or {}
@@ -184,6 +240,8 @@ def main():
                 name, ma * 1024, mb * 1024, a[key]["peak_kib"] / 1024, b[key]["peak_kib"] / 1024,
                 "yes (falls)" if mb <= ma * 1.15 else "**no** (x%.2f)" % (mb / ma)))
     p("")
+    for s in scale:
+        scale_section(p, s, res[-1] if res else None)
     print("\n".join(out))
     return 0
 
