@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS meta (
 --   area      0 = main area, 1 = journal area (older copies, never used)
 --   valid     1 = passed full structural validation
 --   fault     problem code of the first structural fault (invalid leaves)
---   checksum  FNV-1a 64 of the whole block (duplicate detection)
+--   checksum  64-bit hash of the whole block (rb_checksum; duplicates)
 --   used      marked used in the on-disk bitmap at scan time
 --   votes_*   directory names that hash to their stored offset, per hash
 --   names     directory names checked (excluding "." and "..")

@@ -143,7 +143,9 @@ struct json_t;
 struct json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r);
 void rb_report_text(FILE *f, struct json_t *j);
 
-/* FNV-1a 64 of a block: the content checksum for duplicate detection. */
+/* A 64-bit hash of a block's content, for duplicate detection (scan.c);
+ * it also names the image in the index's identity, so an index written with
+ * another checksum is never resumed. */
 uint64_t rb_checksum(const uint8_t *blk, uint32_t bs);
 
 #endif
