@@ -114,8 +114,10 @@ static rfs_status alloc_block(void *ctx, uint64_t *blk, struct rfs_error *err)
 static void placed(void *ctx, uint64_t blk, unsigned level, bool kept, bool written)
 {
 	struct emitter *e = ctx;
-	(void)blk;
 	(void)written;
+	/* in use from now on: an indirect pointer to it is a second owner, and
+	 * rb_write_bitmaps marks it used */
+	rfs_bitmap_set(&e->c->claimed, blk);
 	if (level == 1) {
 		e->c->tree_leaves++;
 		if (kept)

@@ -5,10 +5,14 @@
  *     replayed into memory are written home and the journal header marked
  *     flushed, so the kernel will not replay old blocks over the new tree;
  *   rb_finish (after emit): the superblock gets the new root, height and hash
- *     and is marked clean.  Bitmaps, the free count, the objectid map, link
- *     counts, sizes and block counts are then computed from the new tree by
- *     check's repair passes (src/cmd_rebuild.c runs them): one implementation
- *     of those rules for fix and rebuild.
+ *     and is marked clean;
+ *   rb_write_bitmaps (`rfsck rebuild` only, after rb_build): the allocation
+ *     bitmaps and free count of the new tree, which emit knows exactly.
+ * The objectid map, link counts, sizes and block counts are then computed
+ * from the new tree by check's repair passes (src/cmd_rebuild.c runs them),
+ * and those passes also verify the bitmaps: one implementation of those
+ * rules for fix and rebuild.  When the first pass finds nothing, a second,
+ * verifying one is not needed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,5 +77,65 @@ rfs_status rb_finish(struct rb_ctx *c, struct rfs_error *err)
 		fs->hash_code = c->hash_code;
 	}
 	free(buf);
+	return st;
+}
+
+/* Bitmap block i of the new tree into buf: bit set for a block in use
+ * (c->claimed) and for every bit past the last block, as the format
+ * requires.  Blocks the device does not have (a truncated image rebuilt in
+ * place) stay clear, as check counts them. */
+static void bitmap_block_image(const struct rb_ctx *c, uint32_t i, uint8_t *buf)
+{
+	uint64_t per = (uint64_t)c->bs * 8, first = (uint64_t)i * per;
+	uint64_t count = c->fs->sb.block_count;
+	for (uint64_t k = 0; k < per; k += 64) {
+		uint64_t b = first + k, w = 0;
+		if (b + 64 <= c->nblocks) {
+			w = c->claimed.words[b / 64];
+		} else {
+			for (unsigned j = 0; j < 64; j++)
+				if (b + j >= count ||
+				    (b + j < c->nblocks && rfs_bitmap_test(&c->claimed, b + j)))
+					w |= 1ull << j;
+		}
+		le64_put(buf, (size_t)(k / 8), w);
+	}
+}
+
+rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err)
+{
+	struct rfs_fs *fs = c->fs;
+	const struct rfs_super *sb = &fs->sb;
+	/* check claims the area of a relocated journal by its own rule: its
+	 * repair pass writes those bitmaps */
+	if (sb->j_dev != 0 || !c->claimed.words || c->claimed.nbits != c->nblocks)
+		return RFS_OK;
+	rfs_bitmap_or(&c->claimed, &c->meta);
+	uint8_t *want = malloc(c->bs), *have = malloc(c->bs);
+	rfs_status st = RFS_OK;
+	if (!want || !have)
+		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "bitmaps");
+	for (uint32_t i = 0; !st && i < sb->bmap_count; i++) {
+		uint64_t blk = rfs_bitmap_block(sb, i);
+		if (blk >= c->nblocks)
+			continue;   /* beyond a truncated image: check reports it */
+		bitmap_block_image(c, i, want);
+		st = rfs_dev_read_block(c->dev, blk, have, err);
+		if (!st && memcmp(want, have, c->bs) != 0)
+			st = rfs_dev_write_block(c->dev, blk, want, err);
+	}
+	uint64_t free_blocks = c->nblocks - rfs_bitmap_count(&c->claimed);
+	uint64_t at_blk = sb->sb_block;
+	size_t at = (size_t)(sb->sb_byte_offset - at_blk * c->bs);
+	if (!st)
+		st = rfs_dev_read_block(c->dev, at_blk, want, err);
+	if (!st && le32_at(want + at, SB_FREE_BLOCKS) != (uint32_t)free_blocks) {
+		le32_put(want + at, SB_FREE_BLOCKS, (uint32_t)free_blocks);
+		st = rfs_dev_write_block(c->dev, at_blk, want, err);
+	}
+	if (!st)
+		fs->sb.free_blocks = (uint32_t)free_blocks;
+	free(want);
+	free(have);
 	return st;
 }

@@ -40,6 +40,26 @@ void rb_init(struct rb_ctx *c, struct rfs_fs *fs, const struct rb_options *opt)
 	rfs_progress_init(&c->progress, opt->progress_force, opt->quiet);
 }
 
+rfs_status rb_retarget(struct rb_ctx *c, struct rfs_fs *fs, struct rfs_error *err)
+{
+	char was[256], now_id[256];
+	rfs_status st = image_identity(c->fs, was, sizeof(was), err);
+	if (!st)
+		st = image_identity(fs, now_id, sizeof(now_id), err);
+	if (st)
+		return st;
+	uint64_t n = fs->sb.block_count;
+	if (rfs_dev_block_count(fs->dev) < n)
+		n = rfs_dev_block_count(fs->dev);
+	if (strcmp(was, now_id) != 0 || fs->bs != c->bs || n != c->nblocks)
+		return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK,
+				     "the copy does not match the image it was made from (%s; %s)",
+				     was, now_id);
+	c->fs = fs;
+	c->dev = fs->dev;
+	return RFS_OK;
+}
+
 void rb_release(struct rb_ctx *c)
 {
 	rfs_index_close(c->ix);

@@ -81,7 +81,8 @@ struct rb_ctx {
 	struct rfs_bitmap leaves;    /* sparse: valid leaf candidates (any decision) */
 	struct rfs_bitmap nested;    /* sparse: blocks inside a nested filesystem */
 	struct rfs_bitmap accepted;  /* sparse: leaves of the new tree (before emit) */
-	struct rfs_bitmap claimed;   /* dense: data blocks owned by emitted indirect items */
+	struct rfs_bitmap claimed;   /* dense: data blocks owned by emitted indirect
+				      * items and (placed by emit) the new tree's nodes */
 
 	unsigned hash_code;
 	const char *hash_source;     /* "superblock", "majority", "option", "default" */
@@ -114,6 +115,11 @@ static inline int rb_hash_slot(unsigned code)
 void rb_init(struct rb_ctx *c, struct rfs_fs *fs, const struct rb_options *opt);
 rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err);
 rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err);
+/* Between rb_decide and rb_build: the writes go to fs, another open of an
+ * identical image (rebuild --output decides on the source while its copy is
+ * made).  Refused unless fs has the same size, block size and superblock
+ * block as the image decided on.  The caller still owns (and closes) both. */
+rfs_status rb_retarget(struct rb_ctx *c, struct rfs_fs *fs, struct rfs_error *err);
 void rb_release(struct rb_ctx *c);
 /* Frees the block sets (the index stays open). */
 void rb_release_sets(struct rb_ctx *c);
@@ -128,6 +134,10 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err);
 rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err);
 rfs_status rb_flush_journal(struct rb_ctx *c, struct rfs_error *err);
 rfs_status rb_finish(struct rb_ctx *c, struct rfs_error *err);
+/* After rb_build: the bitmaps (only the blocks that change) and the free
+ * count of the new tree: metadata, nodes and kept data blocks in use.  Adds
+ * meta into claimed.  Does nothing for a journal on another device. */
+rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err);
 
 /* What the driver adds to the report after the writes. */
 struct rb_run_result {

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,24 +39,34 @@ static bool next_data(int fd, off_t pos, bool *seekable, off_t *start, off_t *en
 	return true;
 }
 
-/* Copies src to dst as a sparse file: the source's holes are skipped without
- * reading them (SEEK_DATA/SEEK_HOLE), and all-zero 1 MiB runs of its data
- * become holes too.  A 32 GiB benchmark volume holding 8 GiB is read as
- * 8 GiB (docs/benchmarks.md).  dst must not exist.  It is not synced here:
- * the caller opens it as its target and the device close syncs it (and
- * deletes it on failure), so the kernel writes the copy back while the
- * caller already works, instead of the caller waiting for the disk twice. */
-rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *err)
+/* The two ends of a copy, opened before any byte moves, so that a
+ * destination that exists is refused before the caller starts its work. */
+static rfs_status copy_open(const char *src, const char *dst, int *in, int *out,
+			    struct rfs_error *err)
 {
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
+	*in = open(src, O_RDONLY | O_CLOEXEC);
+	if (*in < 0)
 		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "opening %s", src);
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (out < 0) {
+	*out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (*out < 0) {
 		int e = errno;
-		close(in);
+		close(*in);
 		return rfs_error_sys(err, e, RFS_NO_BLOCK, "creating %s (it must not exist)", dst);
 	}
+	return RFS_OK;
+}
+
+/* Copies in to out as a sparse file: the source's holes are skipped without
+ * reading them (SEEK_DATA/SEEK_HOLE), and all-zero 1 MiB runs of its data
+ * become holes too.  A 32 GiB benchmark volume holding 8 GiB is read as
+ * 8 GiB (docs/benchmarks.md).  Closes both.  Not synced here: the caller
+ * opens dst as its target and the device close syncs it (and deletes it on
+ * failure), so the kernel writes the copy back while the caller already
+ * works, instead of the caller waiting for the disk twice.  Stops with
+ * RFS_ERR_CANCELLED between two chunks once *cancel is set. */
+static rfs_status copy_fds(int in, int out, const char *src, const char *dst,
+			   const atomic_bool *cancel, struct rfs_error *err)
+{
 	enum { CHUNK = 1 << 20 };
 	uint8_t *buf = malloc(CHUNK), *zero = calloc(1, CHUNK);
 	rfs_status st = RFS_OK;
@@ -68,6 +80,11 @@ rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *e
 		pos = start;
 		bool eof = false;
 		while (!st && !eof && (end < 0 || pos < end)) {
+			if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
+				st = rfs_error_set(err, RFS_ERR_CANCELLED, RFS_NO_BLOCK,
+						   "copy to %s stopped", dst);
+				break;
+			}
 			size_t want = end < 0 || end - pos > CHUNK ? CHUNK : (size_t)(end - pos);
 			ssize_t n = pread(in, buf, want, pos);
 			if (n < 0 && errno == EINTR)
@@ -107,6 +124,72 @@ rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *e
 	if (close(out) != 0 && !st)
 		st = rfs_error_sys(err, errno, RFS_NO_BLOCK, "closing %s", dst);
 	return st;
+}
+
+rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *err)
+{
+	int in, out;
+	rfs_status st = copy_open(src, dst, &in, &out, err);
+	return st ? st : copy_fds(in, out, src, dst, NULL, err);
+}
+
+struct cli_copy_job {
+	pthread_t thread;
+	int in, out;
+	const char *src, *dst;
+	atomic_bool cancel;
+	rfs_status st;
+	struct rfs_error err;
+};
+
+static void *copy_thread(void *arg)
+{
+	struct cli_copy_job *j = arg;
+	pthread_setname_np(pthread_self(), "rfsck-copy");
+	j->st = copy_fds(j->in, j->out, j->src, j->dst, &j->cancel, &j->err);
+	return NULL;
+}
+
+rfs_status cli_copy_start(const char *src, const char *dst, struct cli_copy_job **job,
+			  struct rfs_error *err)
+{
+	*job = NULL;
+	struct cli_copy_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "copy job");
+	j->src = src;
+	j->dst = dst;
+	atomic_init(&j->cancel, false);
+	rfs_error_clear(&j->err);
+	rfs_status st = copy_open(src, dst, &j->in, &j->out, err);
+	if (st) {
+		free(j);
+		return st;
+	}
+	int e = pthread_create(&j->thread, NULL, copy_thread, j);
+	if (e) {
+		close(j->in);
+		close(j->out);
+		unlink(dst);
+		free(j);
+		return rfs_error_sys(err, e, RFS_NO_BLOCK, "starting the copy to %s", dst);
+	}
+	*job = j;
+	return RFS_OK;
+}
+
+rfs_status cli_copy_finish(struct cli_copy_job *job, bool cancel, struct rfs_error *err)
+{
+	if (!job)
+		return RFS_OK;
+	if (cancel)
+		atomic_store(&job->cancel, true);
+	pthread_join(job->thread, NULL);
+	rfs_status st = job->st;
+	if (st && !cancel)
+		*err = job->err;
+	free(job);
+	return cancel ? RFS_OK : st;
 }
 
 /* Marks the superblock's identity immutable (and records it in the undo log):

@@ -1,7 +1,9 @@
 /* test_copy_sparse.c - the --output copy (src/cli_write.c cli_copy_sparse):
  * byte-identical to its source, holes kept as holes (skipped with SEEK_DATA),
  * all-zero MiB runs of data turned into holes, a trailing hole kept as the
- * file's length, and an existing destination refused. */
+ * file's length, and an existing destination refused.  The same for the copy
+ * on a thread (cli_copy_start / cli_copy_finish, rebuild --output), plus its
+ * refusal before any thread starts, and a cancel that stops and joins. */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -31,12 +33,10 @@ static uint8_t *slurp(const char *path, off_t *len)
 	return b;
 }
 
-static void test_sparse_copy(void **state)
+/* A 64 MiB source: hole 0..8 MiB, 3 MiB data, 2 MiB of written zeros,
+ * 12345 bytes of data, hole to 64 MiB. */
+static void make_source(const char *src)
 {
-	(void)state;
-	char src[64], dst[64];
-	snprintf(src, sizeof(src), "%s/src", dir);
-	snprintf(dst, sizeof(dst), "%s/dst", dir);
 	int fd = open(src, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	enum { MIB = 1 << 20 };
@@ -45,18 +45,20 @@ static void test_sparse_copy(void **state)
 	assert_non_null(zero);
 	for (size_t i = 0; i < 3 * MIB; i++)
 		data[i] = (uint8_t)(i * 2654435761u >> 13) | 1;
-	/* hole 0..8 MiB, 3 MiB data, 2 MiB of written zeros, 12345 bytes of
-	 * data, hole to 64 MiB */
 	write_at(fd, 8 * MIB, data, 3 * MIB);
 	write_at(fd, 11 * MIB, zero, 2 * MIB);
 	write_at(fd, 13 * MIB, data, 12345);
 	assert_int_equal(ftruncate(fd, 64 * MIB), 0);
 	assert_int_equal(fsync(fd), 0);
 	close(fd);
+	free(data);
+	free(zero);
+}
 
-	struct rfs_error err;
-	rfs_error_clear(&err);
-	assert_int_equal(cli_copy_sparse(src, dst, &err), RFS_OK);
+/* dst holds what src holds, with the zeros as holes. */
+static void assert_sparse_equal(const char *src, const char *dst)
+{
+	enum { MIB = 1 << 20 };
 	off_t ls, ld;
 	uint8_t *a = slurp(src, &ls), *b = slurp(dst, &ld);
 	assert_int_equal(ls, 64 * MIB);
@@ -69,14 +71,67 @@ static void test_sparse_copy(void **state)
 	 * (file systems may allocate around the edges) */
 	assert_true((sd.st_blocks + 2048) <= ss.st_blocks);
 	assert_true(sd.st_blocks * 512 < 8 * MIB);
+	free(a);
+	free(b);
+}
 
+static void test_sparse_copy(void **state)
+{
+	(void)state;
+	char src[64], dst[64];
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dst, sizeof(dst), "%s/dst", dir);
+	make_source(src);
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(cli_copy_sparse(src, dst, &err), RFS_OK);
+	assert_sparse_equal(src, dst);
 	/* the destination must not exist */
 	rfs_error_clear(&err);
 	assert_int_not_equal(cli_copy_sparse(src, dst, &err), RFS_OK);
-	free(a);
-	free(b);
-	free(data);
-	free(zero);
+	unlink(src);
+	unlink(dst);
+}
+
+static void test_copy_thread(void **state)
+{
+	(void)state;
+	char src[64], dst[64];
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dst, sizeof(dst), "%s/dst", dir);
+	make_source(src);
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	struct cli_copy_job *job = NULL;
+	assert_int_equal(cli_copy_start(src, dst, &job, &err), RFS_OK);
+	assert_non_null(job);
+	/* dst exists as soon as start returns: a second copy is refused at once,
+	 * with no job */
+	struct cli_copy_job *other = job;   /* non-NULL: start must clear it */
+	assert_int_not_equal(cli_copy_start(src, dst, &other, &err), RFS_OK);
+	assert_null(other);
+	assert_int_equal(err.status, RFS_ERR_IO);
+	rfs_error_clear(&err);
+	assert_int_equal(cli_copy_finish(job, false, &err), RFS_OK);
+	assert_sparse_equal(src, dst);
+	unlink(dst);
+
+	/* a missing source: refused before any thread, nothing created */
+	char missing[80];
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	assert_int_not_equal(cli_copy_start(missing, dst, &job, &err), RFS_OK);
+	assert_null(job);
+	assert_int_equal(access(dst, F_OK), -1);
+
+	/* cancelled: joins, says OK, leaves at most the source's length */
+	rfs_error_clear(&err);
+	assert_int_equal(cli_copy_start(src, dst, &job, &err), RFS_OK);
+	assert_int_equal(cli_copy_finish(job, true, &err), RFS_OK);
+	struct stat sd;
+	assert_int_equal(stat(dst, &sd), 0);
+	assert_true(sd.st_size <= 64 * (1 << 20));
+	/* a NULL job finishes at once */
+	assert_int_equal(cli_copy_finish(NULL, false, &err), RFS_OK);
 	unlink(src);
 	unlink(dst);
 }
@@ -85,7 +140,8 @@ int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_sparse_copy) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_sparse_copy),
+					    cmocka_unit_test(test_copy_thread) };
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
 	return failed;
