@@ -75,13 +75,29 @@ static void assert_sparse_equal(const char *src, const char *dst)
 	free(b);
 }
 
-static void test_sparse_copy(void **state)
+static char src[64], dst[64];
+
+/* Every test starts from a fresh source and no destination. */
+static int setup(void **state)
 {
 	(void)state;
-	char src[64], dst[64];
 	snprintf(src, sizeof(src), "%s/src", dir);
 	snprintf(dst, sizeof(dst), "%s/dst", dir);
 	make_source(src);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(src);
+	unlink(dst);
+	return 0;
+}
+
+static void test_sparse_copy(void **state)
+{
+	(void)state;
 	struct rfs_error err;
 	rfs_error_clear(&err);
 	assert_int_equal(cli_copy_sparse(src, dst, &err), RFS_OK);
@@ -89,17 +105,11 @@ static void test_sparse_copy(void **state)
 	/* the destination must not exist */
 	rfs_error_clear(&err);
 	assert_int_not_equal(cli_copy_sparse(src, dst, &err), RFS_OK);
-	unlink(src);
-	unlink(dst);
 }
 
 static void test_copy_thread(void **state)
 {
 	(void)state;
-	char src[64], dst[64];
-	snprintf(src, sizeof(src), "%s/src", dir);
-	snprintf(dst, sizeof(dst), "%s/dst", dir);
-	make_source(src);
 	struct rfs_error err;
 	rfs_error_clear(&err);
 	struct cli_copy_job *job = NULL;
@@ -132,16 +142,16 @@ static void test_copy_thread(void **state)
 	assert_true(sd.st_size <= 64 * (1 << 20));
 	/* a NULL job finishes at once */
 	assert_int_equal(cli_copy_finish(NULL, false, &err), RFS_OK);
-	unlink(src);
-	unlink(dst);
 }
 
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_sparse_copy),
-					    cmocka_unit_test(test_copy_thread) };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sparse_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_thread, setup, teardown),
+	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
 	return failed;
