@@ -115,9 +115,13 @@ static void placed(void *ctx, uint64_t blk, unsigned level, bool kept, bool writ
 {
 	struct emitter *e = ctx;
 	(void)written;
-	/* in use from now on: an indirect pointer to it is a second owner, and
-	 * rb_write_bitmaps marks it used */
-	rfs_bitmap_set(&e->c->claimed, blk);
+	/* rb_write_bitmaps marks it used.  Only when the tree is written: a tree
+	 * built in memory (a dry run, salvage) leaves the old contents of its
+	 * new blocks on disk, and salvage reads deleted data there.  Emit's
+	 * decisions never depend on it: new nodes avoid every block an
+	 * accepted leaf points to (reserved), kept ones are in accepted. */
+	if (!e->c->opt.dry_run)
+		rfs_bitmap_set(&e->c->claimed, blk);
 	if (level == 1) {
 		e->c->tree_leaves++;
 		if (kept)

@@ -118,7 +118,7 @@ rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err)
 	for (uint32_t i = 0; !st && i < sb->bmap_count; i++) {
 		uint64_t blk = rfs_bitmap_block(sb, i);
 		if (blk >= c->nblocks)
-			continue;   /* beyond a truncated image: check reports it */
+			continue;   /* none: rb_build refused such a device */
 		bitmap_block_image(c, i, want);
 		st = rfs_dev_read_block(c->dev, blk, have, err);
 		if (!st && memcmp(want, have, c->bs) != 0)

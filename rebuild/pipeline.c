@@ -123,10 +123,33 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 	return st;
 }
 
+/* A tree written where its bitmaps cannot follow would be a volume the
+ * kernel refuses and check calls damaged; said before the first write.  The
+ * bitmap blocks lie in increasing order, so the last one decides.  (A device
+ * that is only short of data blocks is a truncated image: its new tree is
+ * written, and check reports the missing length.) */
+static rfs_status bitmaps_fit(const struct rb_ctx *c, struct rfs_error *err)
+{
+	const struct rfs_super *sb = &c->fs->sb;
+	uint64_t have = rfs_dev_block_count(c->dev);
+	if (sb->bmap_count == 0)
+		return RFS_OK;
+	uint64_t last = rfs_bitmap_block(sb, sb->bmap_count - 1);
+	if (last < have)
+		return RFS_OK;
+	return rfs_error_set(err, RFS_ERR_SHORT, last,
+			     "the device holds %llu blocks, the superblock says %llu, and the "
+			     "last of its %u bitmaps lies beyond the end: no tree written",
+			     (unsigned long long)have, (unsigned long long)sb->block_count,
+			     sb->bmap_count);
+}
+
 rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err)
 {
 	double t0 = now();
-	rfs_status st = rb_flush_journal(c, err);
+	rfs_status st = c->opt.dry_run ? RFS_OK : bitmaps_fit(c, err);
+	if (!st)
+		st = rb_flush_journal(c, err);
 	if (!st)
 		st = rb_emit(c, err);
 	if (!st)

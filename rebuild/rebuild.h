@@ -82,7 +82,7 @@ struct rb_ctx {
 	struct rfs_bitmap nested;    /* sparse: blocks inside a nested filesystem */
 	struct rfs_bitmap accepted;  /* sparse: leaves of the new tree (before emit) */
 	struct rfs_bitmap claimed;   /* dense: data blocks owned by emitted indirect
-				      * items and (placed by emit) the new tree's nodes */
+				      * items and, unless dry_run, the nodes emit placed */
 
 	unsigned hash_code;
 	const char *hash_source;     /* "superblock", "majority", "option", "default" */

@@ -27,7 +27,9 @@
 # 0 4 8), an 8 comes with "rfsck CMD: reason" on stderr, check --json and
 # rebuild --json print one JSON object otherwise, fix --dry-run agrees with
 # check, the image is byte-for-byte unchanged after every mode, the output of
-# rebuild --output passes `rfsck check` (exit 0), and nothing is lost: every
+# rebuild --output passes `rfsck check` (exit 0) (block-count-*: rebuild
+# --output refuses, exit 8, as the bitmaps would lie beyond the device, and
+# deletes its copy), and nothing is lost: every
 # object (dir_id, objectid) of the clean image is in the rebuilt image, and
 # when salvage says "complete" (exit 0) every object is in its manifest.
 set -eu
@@ -136,6 +138,13 @@ for name in $CASES; do
 		need_reason "$tag rebuild --output" rebuild
 		unchanged "rebuild --output"
 		line="$line, rebuild-o $rc"
+		case $name in block-count-*)
+			# the bitmaps of a new tree cannot be written past the device:
+			# refused before the first write, and no copy is left behind
+			[ "$orc" = 8 ] && grep -q "last of its .* bitmaps lies beyond the end" "$W/err" ||
+				bad "$tag rebuild --output: exit $orc, not the refusal of a device without room for the bitmaps"
+			[ ! -e "$W/new.img" ] || bad "$tag rebuild --output: a refused run left $W/new.img"
+		esac
 		if [ "$orc" != 8 ] && [ -f "$W/new.img" ]; then
 			"$RFSCK" check -q "$W/new.img" >/dev/null 2>&1 && nrc=0 || nrc=$?
 			[ "$nrc" = 0 ] || bad "$tag rebuild --output: check of the output exits $nrc"
