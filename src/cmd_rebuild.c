@@ -165,15 +165,6 @@ static rfs_status open_output(struct rb_ctx *c, struct output_target *t, struct 
 	return RFS_OK;
 }
 
-/* The superblock's own faults, which `rfsck check` collects while opening
- * the image: the checks of the result see the superblock rebuild left, so
- * they judge it as `rfsck check` would (and the repair pass fixes what fix
- * would). */
-static void collect_super_faults(struct rfs_fs *fs, struct rfs_check *c)
-{
-	(void)rfs_super_check(&fs->sb, rfs_dev_size(fs->dev) / fs->bs, check_collect_sb_fault, c);
-}
-
 /* (3)..(6) on an opened filesystem; with t, the decisions are made on the
  * source and the writes go to the copy that t makes. */
 static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct output_target *t,
@@ -198,7 +189,6 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	malloc_trim(0);
 	struct rfs_check fc;
 	memset(&fc, 0, sizeof(fc));
-	collect_super_faults(c->fs, &fc);
 	st = check_run_mode(c->fs, o->dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, NULL, true, 0, &fc,
 			    err);
 	/* A first pass that found nothing (info aside) wrote nothing either: a
@@ -224,7 +214,6 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	}
 	struct rfs_check vc;
 	memset(&vc, 0, sizeof(vc));
-	collect_super_faults(c->fs, &vc);
 	st = check_run_mode(c->fs, RFS_MODE_CHECK, NULL, true, 0, &vc, err);
 	if (!st) {
 		*final_exit = rfs_report_exit(vc.rep);
