@@ -117,8 +117,6 @@ rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "bitmaps");
 	for (uint32_t i = 0; !st && i < sb->bmap_count; i++) {
 		uint64_t blk = rfs_bitmap_block(sb, i);
-		if (blk >= c->nblocks)
-			continue;   /* none: rb_build refused such a device */
 		bitmap_block_image(c, i, want);
 		st = rfs_dev_read_block(c->dev, blk, have, err);
 		if (!st && memcmp(want, have, c->bs) != 0)

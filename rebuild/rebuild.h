@@ -136,7 +136,8 @@ rfs_status rb_flush_journal(struct rb_ctx *c, struct rfs_error *err);
 rfs_status rb_finish(struct rb_ctx *c, struct rfs_error *err);
 /* After rb_build: the bitmaps (only the blocks that change) and the free
  * count of the new tree: metadata, nodes and kept data blocks in use.  Adds
- * meta into claimed.  Does nothing for a journal on another device. */
+ * meta into claimed.  Does nothing for a journal on another device.  Every
+ * bitmap block lies on the device: rb_build refused a device without them. */
 rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err);
 
 /* What the driver adds to the report after the writes. */
