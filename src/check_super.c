@@ -84,6 +84,14 @@ static rfs_status repair_sb_fault(struct rfs_check *c, const struct rfs_fault *f
 		le16_put(sb, SB_BMAP_NR, f->expected > 0xFFFF ? 0 : (uint16_t)f->expected);
 		problem_fixed(c->rep, f->code);
 		return RFS_OK;
+	case PR_SB_BAD_VERSION:
+		/* The format was already decided from the layout (super.c); the
+		 * field is made to say the same, 0 for 3.5 and 2 for 3.6. */
+		if ((st = repair_sb(c, &sb, err)))
+			return st;
+		le16_put(sb, SB_VERSION, (uint16_t)f->expected);
+		problem_fixed(c->rep, f->code);
+		return RFS_OK;
 	case PR_SB_BAD_OID_MAP_SIZE:
 		c->oid_rebuild_pending++;
 		return RFS_OK;

@@ -165,6 +165,15 @@ static rfs_status open_output(struct rb_ctx *c, struct output_target *t, struct 
 	return RFS_OK;
 }
 
+/* The superblock's own faults, which `rfsck check` collects while opening
+ * the image: the checks of the result see the superblock rebuild left, so
+ * they judge it as `rfsck check` would, and the repair pass fixes what fix
+ * would. */
+static void collect_super_faults(struct rfs_fs *fs, struct rfs_check *c)
+{
+	(void)rfs_super_check(&fs->sb, rfs_dev_size(fs->dev) / fs->bs, check_collect_sb_fault, c);
+}
+
 /* (3)..(6) on an opened filesystem; with t, the decisions are made on the
  * source and the writes go to the copy that t makes. */
 static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct output_target *t,
@@ -189,6 +198,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	malloc_trim(0);
 	struct rfs_check fc;
 	memset(&fc, 0, sizeof(fc));
+	collect_super_faults(c->fs, &fc);
 	st = check_run_mode(c->fs, o->dry_run ? RFS_MODE_DRY_RUN : RFS_MODE_FIX, NULL, true, 0, &fc,
 			    err);
 	/* A first pass that found nothing (info aside) wrote nothing either: a
@@ -214,6 +224,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	}
 	struct rfs_check vc;
 	memset(&vc, 0, sizeof(vc));
+	collect_super_faults(c->fs, &vc);
 	st = check_run_mode(c->fs, RFS_MODE_CHECK, NULL, true, 0, &vc, err);
 	if (!st) {
 		*final_exit = rfs_report_exit(vc.rep);
@@ -359,6 +370,8 @@ int cmd_rebuild(int argc, char **argv)
 	fs = c.fs;   /* the copy, once open_output moved the run onto it */
 	rb_release(&c);
 	cli_copy_finish(ot.copy, true, &ce);   /* still running only when the run failed */
+	struct rfs_dev_stats ds;
+	rfs_dev_get_stats(fs->dev, &ds);
 	struct rfs_error cerr;
 	rfs_error_clear(&cerr);
 	rfs_status cst = rfs_fs_close(fs, &cerr);
@@ -366,7 +379,15 @@ int cmd_rebuild(int argc, char **argv)
 		json_decref(rep);
 		if (o.output)
 			unlink(o.output);   /* a half-built copy is worth nothing */
-		if (!o.dry_run && st)
+		/* Say what the user is left with: the refusals before the build
+		 * (no room for the bitmaps, say) leave the image as it was. */
+		if (o.output && st)
+			fprintf(stderr, "rfsck rebuild: stopped; %s was deleted, the source is "
+				"unchanged\n", o.output);
+		else if (!o.dry_run && st && ds.writes_started == 0)
+			fprintf(stderr, "rfsck rebuild: stopped before the first write; the image "
+				"is unchanged\n");
+		else if (!o.dry_run && st)
 			fprintf(stderr, "rfsck rebuild: stopped%s; %s\n",
 				o.undo ? "" : " (no undo log)",
 				o.undo ? "`rfsck undo` restores the original, or run rebuild again"

@@ -677,8 +677,10 @@ static rfs_status write_chunk(struct rfs_dev *dev, size_t n, const uint64_t *blk
 		const uint8_t *data = bufs[i];
 		/* The hook fires after the undo sync: a crash's worst moment. */
 		st = write_hook(dev, blks[i], err);
-		if (!st)
+		if (!st) {
+			dev->stats.writes_started++;
 			st = pwrite_full(dev, data, dev->bs, dev->offset + blks[i] * dev->bs, blks[i], err);
+		}
 		if (st)
 			break;
 		dev->written = true;

@@ -37,7 +37,7 @@ static const struct rfs_problem_def problem_table[] = {
 	P(SB_OID_MAP_UNSORTED, SUPER, FIXABLE,
 	  "objectid map entry {item} is not greater than the one before it",
 	  "objectid map rebuilt", "would rebuild the objectid map"),
-	PL(SB_BAD_VERSION, SUPER, FIXABLE,
+	P(SB_BAD_VERSION, SUPER, FIXABLE,
 	  "superblock version {found} is neither 0 (3.5) nor 2 (3.6)",
 	  "version set to {expected}", "would set version to {expected}"),
 	P(SB_JOURNAL_EXTERNAL, SUPER, INFO,

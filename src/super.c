@@ -23,6 +23,29 @@ static enum rfs_magic_kind magic_kind(const uint8_t *m)
 	return RFS_MAGIC_NONE;
 }
 
+/*
+ * The format of a ReIsEr3Fs volume whose version field is damaged (neither 0 nor
+ * 2) is read off the layout the superblock's writer chose: mkreiserfs sizes the
+ * objectid map to fill the block after a 76-byte (3.5) or 204-byte (3.6)
+ * superblock, rounded down to an even count, and the map's first entry is 1.
+ * Without such evidence the kernel's choice stands: any version but 0 is 3.6.
+ */
+static enum rfs_fs_format jr_format(const uint8_t *buf, size_t len, uint16_t version,
+				 uint16_t blocksize, uint16_t oid_maxsize)
+{
+	if (version == 0)
+		return RFS_FORMAT_35;
+	if (version == 2 || blocksize <= SB_V2_SIZE)
+		return RFS_FORMAT_36;
+	if (oid_maxsize == (((unsigned)blocksize - SB_V1_SIZE) / 4 & ~1u))
+		return RFS_FORMAT_35;
+	if (oid_maxsize == (((unsigned)blocksize - SB_V2_SIZE) / 4 & ~1u))
+		return RFS_FORMAT_36;
+	bool map_at_v1 = le32_at(buf, SB_V1_SIZE) == 1;
+	bool map_at_v2 = len >= SB_V2_SIZE + 4 && le32_at(buf, SB_V2_SIZE) == 1;
+	return map_at_v1 && !map_at_v2 ? RFS_FORMAT_35 : RFS_FORMAT_36;
+}
+
 rfs_status rfs_super_decode(const uint8_t *buf, size_t len, uint64_t sb_byte_offset,
 			    struct rfs_super *out, struct rfs_error *err)
 {
@@ -64,7 +87,8 @@ rfs_status rfs_super_decode(const uint8_t *buf, size_t len, uint64_t sb_byte_off
 	else if (out->magic_kind == RFS_MAGIC_36)
 		out->format = RFS_FORMAT_36;
 	else
-		out->format = out->version == 0 ? RFS_FORMAT_35 : RFS_FORMAT_36;
+		out->format = jr_format(buf, len, out->version, out->blocksize,
+					out->oid_maxsize);
 
 	if (out->format == RFS_FORMAT_36) {
 		out->sb_size = SB_V2_SIZE;
@@ -163,7 +187,7 @@ rfs_status rfs_super_check(const struct rfs_super *sb, uint64_t dev_blocks,
 	if (dev_blocks < sb->block_count)
 		report(fn, ctx, PR_SB_DEVICE_TOO_SMALL, sb->block_count, dev_blocks);
 	if (sb->magic_kind == RFS_MAGIC_JR && sb->version != 0 && sb->version != 2)
-		report(fn, ctx, PR_SB_BAD_VERSION, 2, sb->version);
+		report(fn, ctx, PR_SB_BAD_VERSION, sb->format, sb->version);
 	if (sb->free_blocks > sb->block_count)
 		report(fn, ctx, PR_SB_FREE_EXCEEDS_COUNT, sb->block_count, sb->free_blocks);
 	if (sb->bmap_nr != 0 && sb->bmap_nr != sb->bmap_count)

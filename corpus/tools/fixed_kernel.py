@@ -77,12 +77,12 @@ FIXABLE_DAMAGE = os.path.join(TOP, "tests", "lib", "fixable_damage.py")
 # tests/lib/fixable_damage.py recipes, grouped as the issue names them
 FIXABLE_RECIPES = ["leaf-free-space", "dc-size", "item-flags", "entry-state", "tree-height",
                    "free-count", "oid-map", "root-nlink", "root-size", "root-blocks", "dotdot",
-                   "dangling-entry", "dir-second-name"]
+                   "dangling-entry", "dir-second-name", "version"]
 FAMILY = {"leaf-free-space": "wrong count", "dc-size": "wrong count", "item-flags": "stray bits",
           "entry-state": "stray bits", "tree-height": "wrong count", "free-count": "wrong count",
           "oid-map": "wrong map", "root-nlink": "wrong count", "root-size": "wrong count",
           "root-blocks": "wrong count", "dotdot": "wrong entry", "dangling-entry": "wrong entry",
-          "dir-second-name": "wrong entry", "zero-bitmaps": "bitmaps zeroed",
+          "dir-second-name": "wrong entry", "version": "wrong field", "zero-bitmaps": "bitmaps zeroed",
           "zero-journal-header": "journal header zeroed", "prereplay": "power cut",
           "flip-leaves": "random bit flips", "safelink-truncate": "safe link",
           "safelink-unlink": "safe link", "safelink-bad": "safe link"}

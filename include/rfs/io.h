@@ -152,6 +152,8 @@ struct rfs_dev_stats {
 	uint64_t bytes_read;         /* bytes read from the file or device */
 	uint64_t read_calls;         /* pread system calls on the image */
 	uint64_t blocks_written;     /* blocks written to the image or the dry-run overlay */
+	uint64_t writes_started;     /* block writes begun, finished or not: 0 means the
+				      * image holds nothing rfsck wrote */
 	uint64_t cache_hits;         /* block reads served by the block cache */
 	uint64_t undo_blocks_saved;  /* originals saved to the undo file */
 };

@@ -73,6 +73,7 @@ for src in $(find "$PUBLIC/fuzzed" "$PUBLIC/negative" -type f \( -name '*.xz' -o
 
 	run check "0 4 6 8" "$RFSCK" check --json "$img"
 	check_rc=$rc
+	cp "$WORK/out" "$WORK/check.json"
 	if [ "$rc" -ge 0 ] && [ "$rc" -ne 8 ]; then
 		python3 - "$WORK/out" "$rc" <<'PY' >"$WORK/why" 2>&1 || bad "check --json: $(cat "$WORK/why")"
 import json, sys
@@ -95,12 +96,20 @@ PY
 		bad "fix --dry-run exit $rc, check exit $check_rc"
 	run rebuild-dry-run "0 8" "$RFSCK" rebuild --dry-run --json "$img"
 	if [ "$rc" -eq 0 ]; then
-		python3 - "$WORK/out" <<'PY' >"$WORK/why" 2>&1 || bad "rebuild --dry-run --json: $(cat "$WORK/why")"
+		python3 - "$WORK/out" "$WORK/check.json" <<'PY' >"$WORK/why" 2>&1 || bad "rebuild --dry-run --json: $(cat "$WORK/why")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["mode"] == "dry-run", d["mode"]
 assert d["leaves"]["accepted"] >= 1, d["leaves"]
-assert d["check_after"] == "clean", "check_after: %s" % d["check_after"]
+# The rebuilt tree must check clean.  Superblock faults that rebuild does not
+# repair (journal placement, a device shorter than the block count) may stay,
+# but only those the source image already had.
+after = d["check_after"]
+if after != "clean":
+    src = {p["code"] for p in json.load(open(sys.argv[2]))["problems"]}
+    left = after.split(":", 1)[1].split()
+    assert left and all(c.startswith("SB_") and c in src for c in left), \
+        "check_after: %s (source: %s)" % (after, sorted(src))
 PY
 	fi
 	out=$WORK/salvage/a/out

@@ -91,11 +91,15 @@ PY
 for base in r36-features-r5 r35-features-r5; do
 	xz -dc "$TOP/corpus/images/$base.img.xz" >"$W/clean.img"
 	m=$TOP/corpus/images/$base.manifest.jsonl
-	for r in leaf-free-space dc-size item-flags entry-state tree-height free-count oid-map root-nlink root-size root-blocks dotdot dangling-entry dir-second-name; do
+	for r in leaf-free-space dc-size item-flags entry-state tree-height free-count oid-map root-nlink root-size root-blocks dotdot dangling-entry dir-second-name version; do
 		cp "$W/clean.img" "$W/d.img"
 		want=$(python3 "$TOP/tests/lib/fixable_damage.py" "$r" "$W/d.img")
 		run_case "$base/$r" "$W/d.img" "$m" "$want"
 	done
+	# the version fix writes back what the kernel wrote: 0 for 3.5, 2 for 3.6
+	v_clean=$(od -A n -t u2 -j 65608 -N 2 "$W/clean.img" | tr -d ' ')
+	v_fixed=$(od -A n -t u2 -j 65608 -N 2 "$W/out.img" | tr -d ' ')
+	[ "$v_fixed" = "$v_clean" ] || { echo "$base/version: fixed version $v_fixed, the kernel wrote $v_clean"; exit 1; }
 	for r in zero-bitmaps zero-journal-header; do
 		python3 "$TOP/corpus/tools/damage.py" "$r" "$W/clean.img" "$W/d.img" --seed 1 --record "$W/rec.json" >/dev/null
 		case $r in zero-bitmaps) want=BITMAP_USED_MARKED_FREE ;; *) want=JOURNAL_HEADER_MISMATCH ;; esac

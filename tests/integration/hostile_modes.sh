@@ -29,7 +29,8 @@
 # check, the image is byte-for-byte unchanged after every mode, the output of
 # rebuild --output passes `rfsck check` (exit 0) (block-count-*: rebuild
 # --output refuses, exit 8, as the bitmaps would lie beyond the device, and
-# deletes its copy), and nothing is lost: every
+# deletes its copy; in place, on a writable copy, it refuses the same way,
+# says the image is unchanged, and it is), and nothing is lost: every
 # object (dir_id, objectid) of the clean image is in the rebuilt image, and
 # when salvage says "complete" (exit 0) every object is in its manifest.
 set -eu
@@ -144,6 +145,19 @@ for name in $CASES; do
 			[ "$orc" = 8 ] && grep -q "last of its .* bitmaps lies beyond the end" "$W/err" ||
 				bad "$tag rebuild --output: exit $orc, not the refusal of a device without room for the bitmaps"
 			[ ! -e "$W/new.img" ] || bad "$tag rebuild --output: a refused run left $W/new.img"
+			grep -q "stopped; $W/new.img was deleted, the source is unchanged" "$W/err" ||
+				bad "$tag rebuild --output: the refusal does not say what is left"
+			# in place, on a writable copy: the same refusal, and the
+			# copy is byte-identical afterwards (no undo log needed)
+			cp "$img" "$W/inplace.img"
+			chmod 0644 "$W/inplace.img"
+			rm -f "$W/inplace.img.rfsck-undo"
+			run "$tag rebuild in place" "$bin" rebuild -q --yes "$W/inplace.img"
+			[ "$rc" = 8 ] || bad "$tag rebuild in place: exit $rc, 8 expected"
+			grep -q "stopped before the first write; the image is unchanged" "$W/err" ||
+				bad "$tag rebuild in place: the refusal does not say the image is unchanged"
+			cmp -s "$img" "$W/inplace.img" || bad "$tag rebuild in place: the refused run changed the image"
+			rm -f "$W/inplace.img" "$W/inplace.img.rfsck-undo"
 		esac
 		if [ "$orc" != 8 ] && [ -f "$W/new.img" ]; then
 			"$RFSCK" check -q "$W/new.img" >/dev/null 2>&1 && nrc=0 || nrc=$?

@@ -12,6 +12,9 @@ Recipes and the code each must produce:
   tree-height       SB_TREE_HEIGHT_WRONG    superblock tree height + 1
   free-count        BITMAP_FREE_COUNT       superblock free block count - 7
   oid-map           STAT_OBJECTID_FREE      objectid map reset to [1, 3)
+  version           SB_BAD_VERSION          superblock version 20 (ReIsEr3Fs magic
+                                            only: the format then comes from the
+                                            layout, and fix writes 0 or 2 back)
   root-nlink        NLINK_WRONG             root directory link count + 5
   root-size         DIR_SIZE_WRONG          root directory size + 16
   root-blocks       BLOCKS_WRONG            root directory block count + 8
@@ -304,6 +307,10 @@ def main():
             struct.pack_into("<H", sb, 68, u16(sb, 68) + 1); wsb(); code = "SB_TREE_HEIGHT_WRONG"
         elif recipe == "free-count":
             struct.pack_into("<I", sb, 4, u32(sb, 4) - 7); wsb(); code = "BITMAP_FREE_COUNT"
+        elif recipe == "version":
+            if sb[52:61] != b"ReIsEr3Fs":
+                raise SystemExit("version takes an image with the ReIsEr3Fs magic")
+            struct.pack_into("<H", sb, 72, 20); wsb(); code = "SB_BAD_VERSION"
         elif recipe == "oid-map":
             off = 204 if u16(sb, 72) == 2 or sb[52:61] == b"ReIsEr2Fs" else 76
             struct.pack_into("<II", sb, off, 1, 3); struct.pack_into("<H", sb, 48, 2); wsb(); code = "STAT_OBJECTID_FREE"

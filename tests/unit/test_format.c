@@ -520,6 +520,78 @@ static void test_super(void **state)
 	assert_true(has(&fl, PR_SB_BAD_HASH_CODE));
 }
 
+/* The expected value of the first SB_BAD_VERSION a check reports, or -1. */
+static void record_version(void *c, const struct rfs_fault *f)
+{
+	long *expected = c;
+	if (f->code == PR_SB_BAD_VERSION && *expected < 0)
+		*expected = (long)f->expected;
+}
+
+static long bad_version_expected(const uint8_t *b, size_t len, enum rfs_fs_format *format)
+{
+	struct rfs_super sb;
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(rfs_super_decode(b, len, RFS_SB_OFFSET, &sb, &err), RFS_OK);
+	*format = sb.format;
+	long expected = -1;
+	assert_int_equal(rfs_super_check(&sb, 16384, record_version, &expected), RFS_OK);
+	return expected;
+}
+
+/* A ReIsEr3Fs version field other than 0 or 2: the format comes from the
+ * layout (objectid map capacity, then where the map starts), and the
+ * problem's expected value is the version of that format. */
+static void test_super_bad_version(void **state)
+{
+	(void)state;
+	static uint8_t b[4096];
+	enum rfs_fs_format fmt;
+	memset(b, 0, sizeof(b));
+
+	/* a 3.6 layout: map capacity (4096 - 204) / 4 = 973, rounded to 972 */
+	build_super(b, "ReIsEr3Fs", 20);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), 2);
+	assert_int_equal(fmt, RFS_FORMAT_36);
+
+	/* a 3.5 layout: capacity (4096 - 76) / 4 = 1005, rounded to 1004 */
+	le16_put(b, SB_OID_MAXSIZE, 1004);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), 0);
+	assert_int_equal(fmt, RFS_FORMAT_35);
+
+	/* capacity damaged too: the map's first entry decides */
+	le16_put(b, SB_OID_MAXSIZE, 500);
+	le32_put(b, SB_V1_SIZE, 1);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), 0);
+	assert_int_equal(fmt, RFS_FORMAT_35);
+	le32_put(b, SB_V2_SIZE, 1);   /* both places look like a map: 3.6 */
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), 2);
+	assert_int_equal(fmt, RFS_FORMAT_36);
+	/* a buffer that ends before byte 208 does not show the second place */
+	assert_int_equal(bad_version_expected(b, SB_V2_SIZE, &fmt), 0);
+	assert_int_equal(fmt, RFS_FORMAT_35);
+	le32_put(b, SB_V1_SIZE, 7);   /* no evidence either way: 3.6, as the kernel */
+	le32_put(b, SB_V2_SIZE, 0);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), 2);
+	assert_int_equal(fmt, RFS_FORMAT_36);
+
+	/* 0 and 2 are not faults, whatever the layout says */
+	le16_put(b, SB_OID_MAXSIZE, 1004);
+	le16_put(b, SB_VERSION, 2);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), -1);
+	assert_int_equal(fmt, RFS_FORMAT_36);
+	le16_put(b, SB_OID_MAXSIZE, 972);
+	le16_put(b, SB_VERSION, 0);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), -1);
+	assert_int_equal(fmt, RFS_FORMAT_35);
+	/* the other magics ignore the field */
+	memcpy(b + SB_MAGIC, "ReIsEr2Fs", 9);
+	le16_put(b, SB_VERSION, 20);
+	assert_int_equal(bad_version_expected(b, sizeof(b), &fmt), -1);
+	assert_int_equal(fmt, RFS_FORMAT_36);
+}
+
 static void test_journal_blocks(void **state)
 {
 	(void)state;
@@ -581,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_leaf_mutations),
 		cmocka_unit_test(test_internal),
 		cmocka_unit_test(test_super),
+		cmocka_unit_test(test_super_bad_version),
 		cmocka_unit_test(test_journal_blocks),
 		cmocka_unit_test(test_indirect_runs),
 	};
