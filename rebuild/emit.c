@@ -115,13 +115,16 @@ static void placed(void *ctx, uint64_t blk, unsigned level, bool kept, bool writ
 {
 	struct emitter *e = ctx;
 	(void)written;
-	/* rb_write_bitmaps marks it used.  Only when the tree is written: a tree
-	 * built in memory (a dry run, salvage) leaves the old contents of its
-	 * new blocks on disk, and salvage reads deleted data there.  Emit's
-	 * decisions never depend on it: new nodes avoid every block an
-	 * accepted leaf points to (reserved), kept ones are in accepted. */
+	/* rb_write_bitmaps marks it used.  In claimed only when the tree is
+	 * written: a tree built in memory (a dry run, salvage) leaves the old
+	 * contents of its new blocks on disk, and salvage reads deleted data
+	 * there; nodes keeps them for a dry run's bitmaps.  Emit's decisions
+	 * never depend on either: new nodes avoid every block an accepted leaf
+	 * points to (reserved), kept ones are in accepted. */
 	if (!e->c->opt.dry_run)
 		rfs_bitmap_set(&e->c->claimed, blk);
+	else
+		rfs_bitmap_set(&e->c->nodes, blk);
 	if (level == 1) {
 		e->c->tree_leaves++;
 		if (kept)

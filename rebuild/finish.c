@@ -110,9 +110,14 @@ rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err)
 	 * repair pass writes those bitmaps */
 	if (sb->j_dev != 0 || !c->claimed.words || c->claimed.nbits != c->nblocks)
 		return RFS_OK;
+	/* a dry run's nodes: so that its check of the result sees the bitmaps
+	 * the real run writes, and reports the repairs that run would make */
+	rfs_status st = rfs_bitmap_status(&c->nodes, "tree nodes", err);
+	if (st)
+		return st;
 	rfs_bitmap_or(&c->claimed, &c->meta);
+	rfs_bitmap_or(&c->claimed, &c->nodes);
 	uint8_t *want = malloc(c->bs), *have = malloc(c->bs);
-	rfs_status st = RFS_OK;
 	if (!want || !have)
 		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "bitmaps");
 	for (uint32_t i = 0; !st && i < sb->bmap_count; i++) {

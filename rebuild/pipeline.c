@@ -75,6 +75,7 @@ void rb_release_sets(struct rb_ctx *c)
 	rfs_bitmap_free(&c->nested);
 	rfs_bitmap_free(&c->accepted);
 	rfs_bitmap_free(&c->claimed);
+	rfs_bitmap_free(&c->nodes);
 }
 
 static double now(void)

@@ -83,6 +83,11 @@ struct rb_ctx {
 	struct rfs_bitmap accepted;  /* sparse: leaves of the new tree (before emit) */
 	struct rfs_bitmap claimed;   /* dense: data blocks owned by emitted indirect
 				      * items and, unless dry_run, the nodes emit placed */
+	struct rfs_bitmap nodes;     /* sparse, dry_run only: the nodes emit placed.
+				      * Kept out of claimed because salvage reads
+				      * the old contents of those blocks; a dry run
+				      * of rebuild adds them to its bitmaps, as the
+				      * real run's claimed has them */
 
 	unsigned hash_code;
 	const char *hash_source;     /* "superblock", "majority", "option", "default" */

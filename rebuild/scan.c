@@ -227,6 +227,8 @@ static rfs_status setup_sets(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_bitmap_init_sparse(&c->accepted, c->nblocks, err);
 	if (!st)
 		st = rfs_bitmap_init(&c->claimed, c->nblocks, err);
+	if (!st && c->opt.dry_run)
+		st = rfs_bitmap_init_sparse(&c->nodes, c->nblocks, err);
 	if (st)
 		return st;
 	for (uint64_t b = 0; b <= sb->sb_block && b < c->nblocks; b++)

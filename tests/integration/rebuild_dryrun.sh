@@ -12,7 +12,8 @@
 #      file, the same plan as on the read-only copy;
 #   3. --yes --json in place (undo log IMAGE.rfsck-undo): exit 1; the report
 #      equals the dry run's in scan/hash/leaves/nested/conflicts/objects/
-#      partial_files/tree/blocks_written/written_blocks_sha256; no more
+#      partial_files/tree/blocks_written/written_blocks_sha256/
+#      repairs_after_build/check_after; no more
 #      blocks differ from the damaged image than blocks_written; `rfsck check`
 #      exits 0; the rebuilt image scores as rebuild_corpus.sh requires;
 #   4. --yes --output NEW on another copy: the source untouched, NEW

@@ -678,7 +678,7 @@ def cmd_inner_truth(a):
 
 
 PLAN_KEYS = ("scan", "hash", "leaves", "nested", "conflicts", "objects", "partial_files", "tree",
-             "blocks_written", "written_blocks_sha256")
+             "blocks_written", "written_blocks_sha256", "repairs_after_build", "check_after")
 
 
 def cmd_same_plan(a):
