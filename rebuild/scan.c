@@ -31,6 +31,14 @@
  * small reads (the reader reads them; no one classifies them). */
 enum { BATCH_BLOCKS = 16384, RB_SCAN_GAP = 16 };
 
+/* RB_SCAN_GAP, or RFSCK_SCAN_GAP (0..255 blocks) for measurements. */
+static unsigned scan_gap(void)
+{
+	const char *env = getenv("RFSCK_SCAN_GAP");
+	long g = env && *env ? strtol(env, NULL, 10) : RB_SCAN_GAP;
+	return g < 0 ? 0 : g > 255 ? 255 : (unsigned)g;
+}
+
 /* Four independent multiply chains over 64-bit words, folded together and
  * finished with a full avalanche.  A byte-at-a-time hash (FNV-1a, which this
  * replaced) is one dependent multiply per byte: 5 % of a rebuild's cycles.
@@ -146,7 +154,7 @@ static rfs_status scan_range(struct rb_ctx *c, uint64_t first, uint64_t end, int
 	struct ra_config cfg = {
 		.bs = c->bs, .next = first, .end = end,
 		.in_set = area ? in_journal_cb : in_scan_set_cb, .set_ctx = c,
-		.gap = area ? 0 : RB_SCAN_GAP, .work = validate_run, .work_free = rows_free,
+		.gap = area ? 0 : scan_gap(), .work = validate_run, .work_free = rows_free,
 		.work_ctx = &w, .workers = ra_default_workers(),
 	};
 	struct readahead *ra = NULL;
