@@ -9,9 +9,12 @@
  */
 #include "check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "rfs/bytes.h"
+#include "rfs/hash.h"
+#include "rfs/hash_detect.h"
 
 void check_collect_sb_fault(void *check, const struct rfs_fault *f)
 {
@@ -70,6 +73,65 @@ static rfs_status flush_replayed(struct rfs_check *c, struct rfs_error *err)
 	return st;
 }
 
+/* The limit a repair writes: the journal header's copy when that one is
+ * valid (the kernel reads the header's, so the volume keeps what it ran
+ * with); else the kernel's own choice for a journal without one: 1024 blocks
+ * of 4 KiB (fewer for smaller blocks, as many bytes), at most half the
+ * journal, at least 256 blocks of 4 KiB. */
+static uint32_t trans_max_for(const struct rfs_fs *fs)
+{
+	const struct rfs_super *sb = &fs->sb;
+	uint32_t hv = fs->journal.header.params[3];
+	if (rfs_super_trans_max_valid(hv, sb->j_size))
+		return hv;
+	uint32_t ratio = sb->blocksize < 4096 ? 4096 / sb->blocksize : 1;
+	uint32_t v = 1024 / ratio;
+	if (sb->j_size / v < 2)
+		v = sb->j_size / 2;
+	if (v < 256 / ratio)
+		v = 256 / ratio;
+	return v;
+}
+
+/* Decides the hash an invalid hash code is replaced by, before the problem
+ * is reported (the report names it): --hash when given, else the directory
+ * names' verdict (rfs/hash_detect.h).  A decided hash becomes the one this
+ * run verifies names with.  Returns the code to report: SB_BAD_HASH_CODE with
+ * f->expected set, or SB_HASH_UNDECIDED. */
+static rfs_status hash_verdict(struct rfs_check *c, struct rfs_fault *f, char *detail,
+			       size_t len, enum rfs_problem_code *code, struct rfs_error *err)
+{
+	struct rfs_fs *fs = c->fs;
+	*code = PR_SB_BAD_HASH_CODE;
+	if (fs->hash_code != 0) {
+		f->expected = fs->hash_code;
+		snprintf(detail, len, "%s was asked for (--hash)", rfs_hash_name(fs->hash_code));
+		return RFS_OK;
+	}
+	struct rfs_hash_detect d;
+	rfs_status st = rfs_hash_detect(fs, &d, err);
+	if (st)
+		return st;
+	if (d.code == 0) {
+		*code = PR_SB_HASH_UNDECIDED;
+		f->expected = d.names;
+		snprintf(detail, len, "r5 %u, tea %u, rupasov %u%s", d.votes[3], d.votes[1],
+			 d.votes[2], d.complete ? "" : "; the tree walk stopped early");
+		return RFS_OK;
+	}
+	f->expected = d.code;
+	if (d.names == 0)
+		snprintf(detail, len, "nothing: the tree holds no name, so r5, the default");
+	else
+		snprintf(detail, len, "%s (%u of the %u names read match it)",
+			 rfs_hash_name(d.code), d.votes[d.code], d.names);
+	fs->hash_code = d.code;
+	struct rfs_error he;
+	rfs_error_clear(&he);
+	c->hash_trusted = rfs_hash_selftest(&he) == RFS_OK;
+	return RFS_OK;
+}
+
 /* Superblock problems whose repair is a field of the superblock itself, or a
  * recomputation done by a later pass. */
 static rfs_status repair_sb_fault(struct rfs_check *c, const struct rfs_fault *f,
@@ -92,6 +154,39 @@ static rfs_status repair_sb_fault(struct rfs_check *c, const struct rfs_fault *f
 		le16_put(sb, SB_VERSION, (uint16_t)f->expected);
 		problem_fixed(c->rep, f->code);
 		return RFS_OK;
+	case PR_SB_BAD_HASH_CODE:
+		/* expected: the hash decided in hash_verdict before the report */
+		if ((st = repair_sb(c, &sb, err)))
+			return st;
+		le32_put(sb, SB_HASH, (uint32_t)f->expected);
+		c->fs->sb.hash_code = (uint32_t)f->expected;
+		problem_fixed(c->rep, f->code);
+		return RFS_OK;
+	case PR_SB_JOURNAL_BAD_TRANS_MAX: {
+		uint32_t v = trans_max_for(c->fs);
+		if ((st = repair_sb(c, &sb, err)))
+			return st;
+		le32_put(sb, SB_JP_TRANS_MAX, v);
+		c->fs->sb.j_trans_max = v;
+		/* the kernel lowers a batch above the limit; a new limit takes the
+		 * batch mkreiserfs pairs with it (900/1024 of it) */
+		if (c->fs->sb.j_max_batch == 0 || c->fs->sb.j_max_batch > v) {
+			c->fs->sb.j_max_batch = (uint32_t)((uint64_t)v * 900 / 1024);
+			le32_put(sb, SB_JP_MAX_BATCH, c->fs->sb.j_max_batch);
+		}
+		/* A header that matched the old superblock holds the same bad limit
+		 * (the kernel reads the header's): it takes the new one and keeps
+		 * its replay position.  One that did not match is rewritten whole
+		 * by the journal part of this pass. */
+		const struct rfs_journal_state *j = &c->fs->journal;
+		if (c->fs->sb.j_dev == 0 && j->header_matches_sb && j->header.params[3] != v &&
+		    (st = write_journal_header(c, j->header.last_flush_trans_id,
+					       j->header.first_unflushed_offset, j->header.mount_id,
+					       err)))
+			return st;
+		problem_fixed(c->rep, f->code);
+		return RFS_OK;
+	}
 	case PR_SB_BAD_OID_MAP_SIZE:
 		c->oid_rebuild_pending++;
 		return RFS_OK;
@@ -108,13 +203,23 @@ rfs_status check_pass_super(struct rfs_check *c, struct rfs_error *err)
 	struct rfs_fs *fs = c->fs;
 	rfs_status st;
 	for (int i = 0; i < c->n_sb_faults; i++) {
+		struct rfs_fault *f = &c->sb_faults[i];
+		enum rfs_problem_code code = f->code;
+		char detail[160];
 		struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
+		if (code == PR_SB_BAD_HASH_CODE) {
+			if ((st = hash_verdict(c, f, detail, sizeof(detail), &code, err)))
+				return st;
+			ctx.detail = detail;
+		} else if (code == PR_SB_JOURNAL_BAD_TRANS_MAX) {
+			snprintf(detail, sizeof(detail), "%u", trans_max_for(fs));
+			ctx.detail = detail;
+		}
 		ctx.block = fs->sb.sb_block;
-		ctx.expected = c->sb_faults[i].expected;
-		ctx.found = c->sb_faults[i].found;
-		ctx.item = c->sb_faults[i].item;
-		if (problem_report(c->rep, c->sb_faults[i].code, &ctx) &&
-		    (st = repair_sb_fault(c, &c->sb_faults[i], err)))
+		ctx.expected = f->expected;
+		ctx.found = f->found;
+		ctx.item = f->item;
+		if (problem_report(c->rep, code, &ctx) && (st = repair_sb_fault(c, f, err)))
 			return st;
 	}
 	const struct rfs_journal_state *j = &fs->journal;

@@ -105,7 +105,7 @@ int cmd_check(int argc, char **argv)
 	if (!co.json && !co.quiet)
 		printf("Checking %s: ReiserFS %s, %u blocks of %u bytes, hash %s%s\n", image,
 		       c.fs->sb.format == RFS_FORMAT_35 ? "3.5" : "3.6", c.fs->sb.block_count,
-		       c.fs->bs, rfs_hash_name(c.fs->hash_code),
+		       c.fs->bs, rfs_hash_name(c.fs->hash_code ? c.fs->hash_code : c.fs->sb.hash_code),
 		       c.fs->journal.replayed ? " (journal replayed in memory)" : "");
 	if (rfs_check_run(&c, &err)) {
 		rc = cli_fail("check", &err);

@@ -133,6 +133,11 @@ uint64_t rfs_super_journal_header_block(const struct rfs_super *sb)
 	return (uint64_t)sb->j_first + sb->j_size;
 }
 
+bool rfs_super_trans_max_valid(uint32_t trans_max, uint32_t j_size)
+{
+	return trans_max != 0 && trans_max <= 1024 && (uint64_t)trans_max * 2 <= j_size;
+}
+
 uint64_t rfs_super_journal_end(const struct rfs_super *sb)
 {
 	if (sb->j_dev != 0)
@@ -215,8 +220,7 @@ rfs_status rfs_super_check(const struct rfs_super *sb, uint64_t dev_blocks,
 			report(fn, ctx, PR_SB_JOURNAL_BAD_SIZE, 512, sb->j_size);
 		else if (!sb->old_layout && (uint64_t)sb->j_first + sb->j_size + 1 > per)
 			report(fn, ctx, PR_SB_JOURNAL_BAD_PLACEMENT, per, sb->j_first);
-		else if (sb->j_trans_max == 0 || sb->j_trans_max > 1024 ||
-			 (uint64_t)sb->j_trans_max * 2 > sb->j_size)
+		else if (!rfs_super_trans_max_valid(sb->j_trans_max, sb->j_size))
 			report(fn, ctx, PR_SB_JOURNAL_BAD_TRANS_MAX, sb->j_size, sb->j_trans_max);
 	}
 

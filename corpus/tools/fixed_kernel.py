@@ -77,12 +77,14 @@ FIXABLE_DAMAGE = os.path.join(TOP, "tests", "lib", "fixable_damage.py")
 # tests/lib/fixable_damage.py recipes, grouped as the issue names them
 FIXABLE_RECIPES = ["leaf-free-space", "dc-size", "item-flags", "entry-state", "tree-height",
                    "free-count", "oid-map", "root-nlink", "root-size", "root-blocks", "dotdot",
-                   "dangling-entry", "dir-second-name", "version"]
+                   "dangling-entry", "dir-second-name", "version", "hash-code", "trans-max",
+                   "trans-max-both"]
 FAMILY = {"leaf-free-space": "wrong count", "dc-size": "wrong count", "item-flags": "stray bits",
           "entry-state": "stray bits", "tree-height": "wrong count", "free-count": "wrong count",
           "oid-map": "wrong map", "root-nlink": "wrong count", "root-size": "wrong count",
           "root-blocks": "wrong count", "dotdot": "wrong entry", "dangling-entry": "wrong entry",
-          "dir-second-name": "wrong entry", "version": "wrong field", "zero-bitmaps": "bitmaps zeroed",
+          "dir-second-name": "wrong entry", "version": "wrong field", "hash-code": "wrong field",
+          "trans-max": "wrong field", "trans-max-both": "wrong field", "zero-bitmaps": "bitmaps zeroed",
           "zero-journal-header": "journal header zeroed", "prereplay": "power cut",
           "flip-leaves": "random bit flips", "safelink-truncate": "safe link",
           "safelink-unlink": "safe link", "safelink-bad": "safe link"}
@@ -99,6 +101,7 @@ DEFAULT_CASES = (["%s:%s" % (b, r) for b in ("r36-features-r5", "r35-features-r5
                   for r in FIXABLE_RECIPES + list(CORPUS_RECIPES)]
                  + ["r36-features-r5:flip-leaves:%d" % s for s in FLIP_SEEDS]
                  + ["r36-features-r5:" + c for c in SAFELINK_CASES]
+                 + ["r36-hash-tea:hash-code", "r36-hash-rupasov:hash-code"]
                  + ["r36-crash-commit:prereplay", "r36-crash-safelink:prereplay"])
 
 WRITE_TEST_PREFIX = "/rfsck-write-test"

@@ -17,7 +17,7 @@
 #
 # test-kernel.sh --fixed [IMAGE_NAME:RECIPE...] - the kernel reads and writes
 # images that `rfsck fix` repaired (corpus/tools/fixed_kernel.py: cases, damage,
-# oracles; default: the 46 cases of `fixed_kernel.py list`).  Per case: rfsck
+# oracles; default: the 56 cases of `fixed_kernel.py list`).  Per case: rfsck
 # check of the damaged image exits 6; `$RFSCK fix --yes` exits 1; rfsck check
 # then exits 0 and reiserfsck --check finds no corruption; the 6.1 kernel
 # (up to RFSCK_KERNEL_BATCH images per boot, default 25) mounts it read-only and

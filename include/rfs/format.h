@@ -133,6 +133,9 @@ uint64_t rfs_bitmap_block(const struct rfs_super *sb, uint32_t i);
  * are metadata that no tree node or file may use. */
 uint64_t rfs_super_journal_header_block(const struct rfs_super *sb);
 uint64_t rfs_super_journal_end(const struct rfs_super *sb);
+/* A journal transaction limit check accepts: 1..1024 blocks and at most half
+ * of a journal of j_size blocks (the kernel clamps others at mount). */
+bool rfs_super_trans_max_valid(uint32_t trans_max, uint32_t j_size);
 /* true if blk is the superblock area, a bitmap block or in the journal area. */
 bool rfs_super_block_is_metadata(const struct rfs_super *sb, uint64_t blk);
 

@@ -15,6 +15,15 @@ Recipes and the code each must produce:
   version           SB_BAD_VERSION          superblock version 20 (ReIsEr3Fs magic
                                             only: the format then comes from the
                                             layout, and fix writes 0 or 2 back)
+  hash-code         SB_BAD_HASH_CODE        superblock hash code 7 (fix decides the
+                                            hash from the names: the clean code back)
+  trans-max         SB_JOURNAL_BAD_TRANS_MAX superblock journal transaction limit and
+                                            batch 0 (fix takes the journal header's
+                                            limit: the clean fields back)
+  trans-max-both    SB_JOURNAL_BAD_TRANS_MAX the same in the superblock and in the
+                                            journal header (no valid copy: fix
+                                            computes the kernel's default, which
+                                            for these journals is the clean 256)
   root-nlink        NLINK_WRONG             root directory link count + 5
   root-size         DIR_SIZE_WRONG          root directory size + 16
   root-blocks       BLOCKS_WRONG            root directory block count + 8
@@ -311,6 +320,19 @@ def main():
             if sb[52:61] != b"ReIsEr3Fs":
                 raise SystemExit("version takes an image with the ReIsEr3Fs magic")
             struct.pack_into("<H", sb, 72, 20); wsb(); code = "SB_BAD_VERSION"
+        elif recipe == "hash-code":
+            struct.pack_into("<I", sb, 64, 7); wsb(); code = "SB_BAD_HASH_CODE"
+        elif recipe in ("trans-max", "trans-max-both"):
+            struct.pack_into("<I", sb, 24, 0)              # transaction limit
+            struct.pack_into("<I", sb, 32, 0)              # batch
+            wsb(); code = "SB_JOURNAL_BAD_TRANS_MAX"
+            if recipe == "trans-max-both":
+                # the header (after the log) holds the same parameters at 12
+                hblk = u32(sb, 12) + u32(sb, 20)
+                h = rd(hblk)
+                struct.pack_into("<I", h, 12 + 12, 0)
+                struct.pack_into("<I", h, 12 + 20, 0)
+                wr(hblk, h)
         elif recipe == "oid-map":
             off = 204 if u16(sb, 72) == 2 or sb[52:61] == b"ReIsEr2Fs" else 76
             struct.pack_into("<II", sb, off, 1, 3); struct.pack_into("<H", sb, 48, 2); wsb(); code = "STAT_OBJECTID_FREE"

@@ -23,9 +23,12 @@
  *  - refusals (existing key, missing key, oversized item, a change that would
  *    break a node) change nothing on disk;
  *  - a commit stopped at each of its writes leaves, after the journal is
- *    replayed as a mount would, either the old tree or the whole new one.
+ *    replayed as a mount would, either the old tree or the whole new one;
+ *  - the hash of a volume whose superblock names none is decided from its
+ *    names (rfs/hash_detect.h), and check reports it or says it cannot.
  * Skipped when mkreiserfs is not installed.
  */
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +36,7 @@
 
 #include "rfs/bytes.h"
 #include "rfs/fs.h"
+#include "rfs/hash_detect.h"
 #include "rfs/object.h"
 #include "rfs/tree.h"
 #include "rfs/tree_edit.h"
@@ -898,6 +902,111 @@ static void test_journal_crash(void **state)
 	unlink(base);
 }
 
+
+/* Adds n names "<prefix>NNN" to the root under hash code `code` (entries
+ * that point at the root itself: detection reads names, not targets). */
+static void add_names(unsigned code, const char *prefix, int n)
+{
+	struct rfs_fs *fs = open_fs(true, false, 0);
+	fs->hash_code = code;
+	struct rfs_tedit *te = open_te(fs, true);
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		int len = snprintf(name, sizeof(name), "%s%03d", prefix, i);
+		rfs_status st = rfs_tedit_add_entry(te, RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID,
+						    (const uint8_t *)name, (uint16_t)len, true,
+						    RFS_ROOT_DIR_ID, RFS_ROOT_OBJECTID, NULL, NULL,
+						    &err);
+		if (st)
+			fail_msg("add %s: %s", name, err.msg);
+	}
+	commit(te);
+	rfs_tedit_close(te);
+	close_fs(fs);
+}
+
+static struct rfs_hash_detect detect(void)
+{
+	struct rfs_fs *fs = open_fs(false, false, 0);
+	struct rfs_hash_detect d;
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	assert_int_equal(rfs_hash_detect(fs, &d, &err), RFS_OK);
+	close_fs(fs);
+	assert_true(d.complete);
+	return d;
+}
+
+/* Check of a volume whose hash code is 7: the code it reports (SB_BAD_HASH_CODE
+ * with the hash decided in expected, or SB_HASH_UNDECIDED). */
+static void check_bad_code(enum rfs_problem_code want, uint64_t want_hash)
+{
+	int fd = open(img, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t code[4];
+	put_le32(code, 7);
+	assert_int_equal(pwrite(fd, code, 4, RFS_SB_OFFSET + SB_HASH), 4);
+	struct rfs_fs *fs = open_fs(false, false, 0);
+	assert_int_equal(fs->hash_code, 0);
+	struct rfs_check c;
+	memset(&c, 0, sizeof(c));
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	/* the superblock's faults, as `rfsck check` collects them when it opens */
+	rfs_super_check(&fs->sb, rfs_dev_size(fs->dev) / fs->bs, check_collect_sb_fault, &c);
+	assert_int_equal(check_run_mode(fs, RFS_MODE_CHECK, NULL, false, 0, &c, &err), RFS_OK);
+	assert_int_equal(rfs_reporter_count(c.rep, want), 1);
+	assert_int_equal(rfs_reporter_count(c.rep, want == PR_SB_BAD_HASH_CODE
+					    ? PR_SB_HASH_UNDECIDED : PR_SB_BAD_HASH_CODE), 0);
+	/* a decided hash is the one the names are then verified with */
+	assert_int_equal(fs->hash_code, want_hash);
+	assert_int_equal(c.hash_trusted, want_hash != 0);
+	check_release(&c);
+	close_fs(fs);
+	put_le32(code, 3);
+	assert_int_equal(pwrite(fd, code, 4, RFS_SB_OFFSET + SB_HASH), 4);
+	close(fd);
+}
+
+/* rfs_hash_detect's verdict: r5 for a tree without names, else a hash that
+ * matches more than half of the names and more than twice any other. */
+static void test_hash_detect(void **state)
+{
+	(void)state;
+	if (!have_mkfs)
+		skip();
+	struct rfs_hash_detect d = detect();
+	assert_int_equal(d.names, 0);
+	assert_int_equal(d.code, 3);
+	add_names(1, "tea_", 30);
+	d = detect();
+	assert_int_equal(d.names, 30);
+	assert_int_equal(d.votes[1], 30);
+	assert_int_equal(d.votes[2] + d.votes[3], 0);
+	assert_int_equal(d.code, 1);
+	check_bad_code(PR_SB_BAD_HASH_CODE, 1);
+	/* 30 tea, 30 r5: no majority */
+	add_names(3, "r5_a", 30);
+	d = detect();
+	assert_int_equal(d.votes[1], 30);
+	assert_int_equal(d.votes[3], 30);
+	assert_int_equal(d.code, 0);
+	check_bad_code(PR_SB_HASH_UNDECIDED, 0);
+	/* 60 r5 against 30 tea: a majority, but not more than twice */
+	add_names(3, "r5_b", 30);
+	d = detect();
+	assert_int_equal(d.names, 90);
+	assert_int_equal(d.code, 0);
+	/* one more r5 name decides it */
+	add_names(3, "r5_c", 1);
+	d = detect();
+	assert_int_equal(d.votes[3], 61);
+	assert_int_equal(d.code, 3);
+	check_bad_code(PR_SB_BAD_HASH_CODE, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -908,6 +1017,7 @@ int main(void)
 		cmocka_unit_test_setup(test_objectid_map, setup),
 		cmocka_unit_test_setup(test_refusals, setup),
 		cmocka_unit_test_setup(test_journal_crash, setup),
+		cmocka_unit_test_setup(test_hash_detect, setup),
 	};
 	return cmocka_run_group_tests_name("tree_edit", tests, setup_group, teardown_group);
 }
