@@ -50,8 +50,7 @@ static rfs_status index_dir_item(struct rb_rows *out, uint64_t blk, int pos,
 		} else {
 			row->names++;
 			for (int h = 0; h < 3; h++) {
-				if (rfs_hash_entry_offset(codes[h], d.name, d.name_len) ==
-				    (d.offset & ~0x7Fu)) {
+				if (rfs_hash_offset_matches(codes[h], d.name, d.name_len, d.offset)) {
 					hmask |= 1u << h;
 					row->votes[h]++;
 				}

@@ -352,8 +352,7 @@ static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs
 		bool dotdot = de.name_len == 2 && de.name[0] == '.' && de.name[1] == '.';
 		if (dot || dotdot || !c->hash_trusted)
 			continue;
-		uint32_t want = rfs_hash_entry_offset(c->fs->hash_code, de.name, de.name_len);
-		if ((de.offset & ~(uint32_t)RFS_HASH_GEN_MASK) != want) {
+		if (!rfs_hash_offset_matches(c->fs->hash_code, de.name, de.name_len, de.offset)) {
 			struct rfs_problem_ctx ctx = rfs_problem_ctx_none();
 			ctx.block = blk;
 			ctx.item = i;
@@ -362,7 +361,7 @@ static void check_dir_item(struct walk *w, uint64_t blk, int i, const struct rfs
 			ctx.key = ih->key;
 			ctx.name = de.name;
 			ctx.name_len = de.name_len;
-			ctx.expected = want;
+			ctx.expected = rfs_hash_entry_offset(c->fs->hash_code, de.name, de.name_len);
 			ctx.found = de.offset;
 			problem_report(c->rep, PR_DIR_BAD_HASH, &ctx);
 		}

@@ -113,6 +113,15 @@ uint32_t rfs_hash_entry_offset(unsigned code, const uint8_t *name, size_t len)
 	return h ? h : 128;
 }
 
+bool rfs_hash_offset_matches(unsigned code, const uint8_t *name, size_t len, uint32_t offset)
+{
+	uint32_t want = rfs_hash_entry_offset(code, name, len);
+	/* "." and ".." sit at fixed offsets with no generation number */
+	if (want <= 2)
+		return offset == want;
+	return want == (offset & ~(uint32_t)RFS_HASH_GEN_MASK);
+}
+
 const char *rfs_hash_name(unsigned code)
 {
 	switch (code) {

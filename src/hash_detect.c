@@ -19,8 +19,7 @@ static void vote_item(struct rfs_hash_detect *d, const struct rfs_item_head *ih,
 			continue;
 		d->names++;
 		for (unsigned code = 1; code <= 3; code++)
-			if (rfs_hash_entry_offset(code, de.name, de.name_len) ==
-			    (de.offset & ~(uint32_t)RFS_HASH_GEN_MASK))
+			if (rfs_hash_offset_matches(code, de.name, de.name_len, de.offset))
 				d->votes[code]++;
 	}
 }

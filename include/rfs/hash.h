@@ -10,6 +10,7 @@
 #ifndef RFS_HASH_H
 #define RFS_HASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,12 @@ uint32_t rfs_hash_by_code(unsigned code, const uint8_t *name, size_t len);
  * 128 when those are all zero; 1 for ".", 2 for "..".  The stored offset is
  * this value plus a generation number 0..127. */
 uint32_t rfs_hash_entry_offset(unsigned code, const uint8_t *name, size_t len);
+
+/* Whether a stored entry offset (generation bits ignored; "." and ".." only at
+ * exactly 1 and 2) is name's under code:
+ * the one test behind check's PR_DIR_BAD_HASH, the superblock hash detection and
+ * rebuild's hash votes, so all three agree on what "confirmed" means. */
+bool rfs_hash_offset_matches(unsigned code, const uint8_t *name, size_t len, uint32_t offset);
 
 /* "tea", "rupasov", "r5", or "unset"/"unknown". */
 const char *rfs_hash_name(unsigned code);

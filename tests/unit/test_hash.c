@@ -48,6 +48,28 @@ static void test_entry_offset(void **state)
 	assert_int_equal(rfs_hash_by_code(7, d, 8), 0);
 }
 
+static void test_offset_matches(void **state)
+{
+	(void)state;
+	const uint8_t *d = (const uint8_t *)"disk.img";
+	/* every generation number of the right hash matches, under that hash only */
+	for (uint32_t gen = 0; gen <= RFS_HASH_GEN_MASK; gen++) {
+		assert_true(rfs_hash_offset_matches(3, d, 8, 0x2229cf00u + gen));
+		assert_false(rfs_hash_offset_matches(1, d, 8, 0x2229cf00u + gen));
+		assert_false(rfs_hash_offset_matches(2, d, 8, 0x2229cf00u + gen));
+	}
+	assert_true(rfs_hash_offset_matches(1, d, 8, 0x03b48880u + 5));
+	assert_true(rfs_hash_offset_matches(2, d, 8, 0x6a0e2880u));
+	/* one bit above the generation changes the hash part */
+	assert_false(rfs_hash_offset_matches(3, d, 8, 0x2229cf80u));
+	assert_false(rfs_hash_offset_matches(3, d, 8, 0x2229ce00u));
+	/* an unknown hash code confirms nothing but "." and ".." */
+	assert_false(rfs_hash_offset_matches(7, d, 8, 0x2229cf00u));
+	assert_true(rfs_hash_offset_matches(3, (const uint8_t *)".", 1, 1));
+	assert_true(rfs_hash_offset_matches(3, (const uint8_t *)"..", 2, 2));
+	assert_false(rfs_hash_offset_matches(3, (const uint8_t *)"..", 2, 1));
+}
+
 static void test_long_names_all_lengths(void **state)
 {
 	(void)state;
@@ -86,6 +108,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_entry_offset),
+		cmocka_unit_test(test_offset_matches),
 		cmocka_unit_test(test_long_names_all_lengths),
 		cmocka_unit_test(test_names_and_selftest),
 	};
