@@ -43,6 +43,22 @@ rfs_status rfs_index_prepare(struct rfs_index *ix, const char *sql, sqlite3_stmt
 	return RFS_OK;
 }
 
+rfs_status rfs_index_query_u64(struct rfs_index *ix, const char *sql, uint64_t *out, int ncol,
+			       struct rfs_error *err)
+{
+	sqlite3_stmt *s;
+	rfs_status st = rfs_index_prepare(ix, sql, &s, err);
+	if (st)
+		return st;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		for (int i = 0; i < ncol; i++)
+			out[i] = (uint64_t)sqlite3_column_int64(s, i);
+	else
+		st = rfs_index_fail(ix, "query", err);
+	sqlite3_finalize(s);
+	return st;
+}
+
 static rfs_status make_temp_path(char *buf, size_t len, struct rfs_error *err)
 {
 	const char *dir = getenv("TMPDIR");
@@ -252,19 +268,33 @@ rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err)
 {
 	return rfs_index_exec(ix,
 		/* item_key covers what decide's object table and emit read from
-		 * every item (win, fmt, len, sd_mode; block and pos come with
-		 * the key of a WITHOUT ROWID table), so neither looks each row up
-		 * in the table: 2 M random lookups on bench-32g */
+		 * every item (win, sd_mode; block and pos come with the key of a
+		 * WITHOUT ROWID table), so neither looks each row up in the
+		 * table: 2 M random lookups on bench-32g.  fmt and len stay out:
+		 * emit takes both from the leaf it reads anyway */
 		"CREATE INDEX IF NOT EXISTS item_key ON item(dir_id, objectid, offset, type,"
-		" win, fmt, len, sd_mode);"
+		" win, sd_mode);"
 		"CREATE INDEX IF NOT EXISTS claim_first ON claim(first);"
 		"CREATE INDEX IF NOT EXISTS leaf_checksum ON leaf(checksum);"
-		"CREATE INDEX IF NOT EXISTS claim_obj ON claim(dir_id, objectid, file_offset);"
 		"CREATE INDEX IF NOT EXISTS dirent_dir ON dirent(dir_id, objectid, off);"
-		"CREATE INDEX IF NOT EXISTS dirent_target ON dirent(t_dir_id, t_objectid);"
 		"CREATE INDEX IF NOT EXISTS child_child ON internal_child(child);"
 		"CREATE INDEX IF NOT EXISTS child_parent ON internal_child(parent, idx);"
 		/* statistics for the planner; a sample of each index is enough
 		 * to choose the plans (a full ANALYZE reads every index) */
 		"PRAGMA analysis_limit=1000; ANALYZE;", err);
+}
+
+/* Built on demand: on a sound volume nothing asks who names an object or
+ * which blocks one file claims, and each index costs a sort of its whole
+ * table (dirent_target 0.8 s on bench-32g). */
+rfs_status rfs_index_build_target_lookup(struct rfs_index *ix, struct rfs_error *err)
+{
+	return rfs_index_exec(ix,
+		"CREATE INDEX IF NOT EXISTS dirent_target ON dirent(t_dir_id, t_objectid);", err);
+}
+
+rfs_status rfs_index_build_owner_lookup(struct rfs_index *ix, struct rfs_error *err)
+{
+	return rfs_index_exec(ix,
+		"CREATE INDEX IF NOT EXISTS claim_obj ON claim(dir_id, objectid, file_offset);", err);
 }

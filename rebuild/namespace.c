@@ -408,12 +408,12 @@ static const char obj_sql[] =
 	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd, sd_dir)"
 	" SELECT dir_id, objectid,"
 	/* the stat data's type, unless every other item says the other one (a
-	 * flipped mode: check's MODE_WRONG; emit rewrites the mode) */
+	 * flipped mode: check's MODE_WRONG; emit rewrites the mode).  is_dir 2:
+	 * a directory mode over file bodies only, decided by dotdot_sql */
 	"  CASE WHEN max(type = 0) THEN"
 	"   CASE (max(CASE WHEN type = 0 THEN sd_mode END) & 61440)"
-	"    WHEN 16384 THEN NOT (max(type = 3) = 0 AND max(type IN (1, 2)) = 1"
-	"     AND NOT EXISTS (SELECT 1 FROM dirent x WHERE x.t_dir_id = item.dir_id"
-	"      AND x.t_objectid = item.objectid AND x.name = CAST('..' AS BLOB)))"
+	"    WHEN 16384 THEN CASE WHEN max(type = 3) = 0 AND max(type IN (1, 2)) = 1"
+	"     THEN 2 ELSE 1 END"
 	"    WHEN 32768 THEN max(type = 3) = 1 AND max(type IN (1, 2)) = 0"
 	"    ELSE 0 END"
 	"   ELSE max(type = 3) END,"
@@ -421,6 +421,25 @@ static const char obj_sql[] =
 	"  (max(CASE WHEN type = 0 THEN sd_mode END) & 61440) = 16384"
 	" FROM item WHERE win = 1 AND dir_id <> 4294967295 GROUP BY dir_id, objectid;"
 	"UPDATE obj SET create_sd = CASE WHEN is_dir THEN 2 ELSE 1 END WHERE has_sd = 0;";
+
+/* A directory mode over file bodies only stays a directory when some name
+ * ".." points at it (its children still know it as their parent); else the
+ * mode flipped.  Rare, so the names-by-target index is built only for it. */
+static const char dotdot_sql[] =
+	"UPDATE obj SET is_dir = EXISTS (SELECT 1 FROM dirent x WHERE x.t_dir_id = obj.dir_id"
+	" AND x.t_objectid = obj.objectid AND x.name = CAST('..' AS BLOB)) WHERE is_dir = 2;";
+
+static rfs_status resolve_dir_modes(struct rb_ctx *c, struct rfs_error *err)
+{
+	uint64_t any = 0;
+	rfs_status st = rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM obj WHERE is_dir = 2)",
+					    &any, 1, err);
+	if (!st && any)
+		st = rfs_index_build_target_lookup(c->ix, err);
+	if (!st && any)
+		st = rfs_index_exec(c->ix, dotdot_sql, err);
+	return st;
+}
 
 /* A directory mode whose only items are file bodies reads as a flipped mode
  * (obj_sql), unless the body at offset 1 holds the directory's own "." entry:
@@ -493,6 +512,8 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 {
 	struct ns s = { .c = c, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
 	rfs_status st = rfs_index_exec(c->ix, obj_sql, err);
+	if (!st)
+		st = resolve_dir_modes(c, err);
 	if (!st)
 		st = keep_dirs_with_dot(c, err);
 	if (!st)

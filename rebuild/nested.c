@@ -138,7 +138,15 @@ static void describe_with_libmagic(struct rb_ctx *c, magic_t m, uint64_t start_b
 rfs_status rb_nested(struct rb_ctx *c, struct rfs_error *err)
 {
 	sqlite3_stmt *s, *hold, *upd;
-	rfs_status st = rfs_index_prepare(c->ix,
+	/* a holder's extent is read by owner (mark_holder_extent) */
+	uint64_t any = 0;
+	rfs_status st = rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM nested)", &any, 1,
+					    err);
+	if (!st && any)
+		st = rfs_index_build_owner_lookup(c->ix, err);
+	if (st)
+		return st;
+	st = rfs_index_prepare(c->ix,
 		"SELECT sb_block, start_byte, block_size, block_count, root, height FROM nested"
 		" ORDER BY sb_block", &s, err);
 	if (st)

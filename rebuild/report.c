@@ -146,6 +146,15 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 {
 	sqlite3_stmt *pq = NULL;
 	struct rfs_error e;
+	/* paths are looked up by target (path_of) only for the objects the
+	 * lists below name; none on a sound volume.  Without the index the
+	 * lookups are slower, not wrong, so a failure to build it is let go */
+	uint64_t named = 0;
+	if (rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM outcome"
+				" WHERE what IN ('lost+found', 'partial')) OR EXISTS (SELECT 1 FROM nested"
+				" WHERE holder_dir_id IS NOT NULL AND status IS NOT 'inside')", &named, 1,
+				&e) == RFS_OK && named)
+		(void)rfs_index_build_target_lookup(c->ix, &e);
 	rfs_index_prepare(c->ix,
 		"SELECT dir_id, objectid, name FROM dirent WHERE t_dir_id = ? AND t_objectid = ?"
 		" AND keep = 1 AND off > 2 ORDER BY block IS NULL, off LIMIT 1", &pq, &e);

@@ -266,27 +266,11 @@ static rfs_status decide_data(struct rb_ctx *c, struct rfs_error *err)
 	return st;
 }
 
-static rfs_status query_u64(struct rb_ctx *c, const char *sql, uint64_t *out, int ncol,
-			    struct rfs_error *err)
-{
-	sqlite3_stmt *s;
-	rfs_status st = rfs_index_prepare(c->ix, sql, &s, err);
-	if (st)
-		return st;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		for (int i = 0; i < ncol; i++)
-			out[i] = (uint64_t)sqlite3_column_int64(s, i);
-	else
-		st = rfs_index_fail(c->ix, "query", err);
-	sqlite3_finalize(s);
-	return st;
-}
-
 /* 5. the hash */
 static rfs_status choose_hash(struct rb_ctx *c, unsigned option, struct rfs_error *err)
 {
 	uint64_t v[3] = { 0, 0, 0 };
-	rfs_status st = query_u64(c,
+	rfs_status st = rfs_index_query_u64(c->ix,
 		"SELECT coalesce(sum(votes_r5),0), coalesce(sum(votes_tea),0), coalesce(sum(votes_rup),0)"
 		" FROM leaf WHERE area = 0 AND valid >= 1 AND status IS NULL", v, 3, err);
 	if (st)
@@ -445,7 +429,7 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	if ((st = step_all(c, sql, err)))
 		return st;
 	uint64_t v[2] = { 0, 0 };
-	if ((st = query_u64(c, "SELECT (SELECT count(*) FROM leaf WHERE status = 'accepted'),"
+	if ((st = rfs_index_query_u64(c->ix, "SELECT (SELECT count(*) FROM leaf WHERE status = 'accepted'),"
 			    " (SELECT count(*) FROM conflict)", v, 2, err)))
 		return st;
 	c->n.conflicts = v[1];
@@ -460,6 +444,6 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	}
 	sqlite3_finalize(q);
 	c->n.accepted = v[0];
-	return query_u64(c, "SELECT count(*) FROM leaf WHERE status = 'rejected'", &c->n.rejected, 1,
+	return rfs_index_query_u64(c->ix, "SELECT count(*) FROM leaf WHERE status = 'rejected'", &c->n.rejected, 1,
 			 err);
 }

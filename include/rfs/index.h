@@ -73,8 +73,19 @@ rfs_status rfs_index_bulk(struct rfs_index *ix, bool on, struct rfs_error *err);
 void rfs_index_rollback(struct rfs_index *ix);
 /* Deletes every decision (status/reason/win/keep) so they can be made again. */
 rfs_status rfs_index_clear_decisions(struct rfs_index *ix, struct rfs_error *err);
+/* Runs sql, which must return one row, and stores its first ncol columns as
+ * integers in out[0..ncol). */
+rfs_status rfs_index_query_u64(struct rfs_index *ix, const char *sql, uint64_t *out, int ncol,
+			       struct rfs_error *err);
 /* Creates the lookup indexes the decide queries need (after the scan). */
 rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err);
+/* The two lookups only damage needs, built (once) before the first query
+ * that uses them: dirent_target, the names that point at an object (the
+ * "who names this" of a lost directory's '..' probe and the report's paths),
+ * and claim_obj, the blocks one file claims (a nested image's extent).
+ * A query that runs without them is correct but scans the whole table. */
+rfs_status rfs_index_build_target_lookup(struct rfs_index *ix, struct rfs_error *err);
+rfs_status rfs_index_build_owner_lookup(struct rfs_index *ix, struct rfs_error *err);
 
 /* Rows of the scan (index/insert.c). */
 struct rfs_index_leaf {
