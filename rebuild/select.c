@@ -429,8 +429,9 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	if ((st = step_all(c, sql, err)))
 		return st;
 	uint64_t v[2] = { 0, 0 };
-	if ((st = rfs_index_query_u64(c->ix, "SELECT (SELECT count(*) FROM leaf WHERE status = 'accepted'),"
-			    " (SELECT count(*) FROM conflict)", v, 2, err)))
+	if ((st = rfs_index_query_u64(c->ix,
+			"SELECT (SELECT count(*) FROM leaf WHERE status = 'accepted'),"
+			" (SELECT count(*) FROM conflict)", v, 2, err)))
 		return st;
 	c->n.conflicts = v[1];
 	/* the accepted bitmap */
@@ -444,6 +445,6 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	}
 	sqlite3_finalize(q);
 	c->n.accepted = v[0];
-	return rfs_index_query_u64(c->ix, "SELECT count(*) FROM leaf WHERE status = 'rejected'", &c->n.rejected, 1,
-			 err);
+	return rfs_index_query_u64(c->ix, "SELECT count(*) FROM leaf WHERE status = 'rejected'",
+				   &c->n.rejected, 1, err);
 }
