@@ -6,13 +6,20 @@ facts come from IMAGE's .json next to it), in the same run, page cache dropped
 before every timed run (`echo 3 > /proc/sys/vm/drop_caches`; "hot" is recorded
 if that is not allowed):
   read        cat IMAGE > /dev/null                       (reads the holes too)
-  read_data   readdata.py IMAGE: the data extents only, 4 MiB reads (the
-              physical limit for what a scan of the image must read)
   check       rfsck check -q IMAGE
   fsck        reiserfsck --check --yes COPY                (sparse copy, reused)
+  read_data   readdata.py IMAGE: the data extents only, 4 MiB reads (the
+              physical limit for what a scan of the image must read)
   dry         rfsck rebuild --dry-run -q --progress --json --index DB IMAGE
-              (fresh DB each run; the scan phase's time comes from the last
-              progress line: blocks done / rate)
+              (fresh DB each run; the scan phase's time is the report's
+              seconds.scan)
+              read_data and dry run in BENCH_SCAN_PAIRS (4) pairs whose order
+              alternates: read, dry, dry, read, read, dry, ...  Under a VM the
+              host keeps a cache of its own that dropping the guest's page
+              cache does not empty, so a full read of the image right after
+              another one is faster than the first; measured one after the
+              other, read_data (after three runs of `cat`) met a warm host and
+              the scan a cold one.  Alternating gives both the same positions.
   rebuild     rfsck rebuild --yes --no-undo -q --progress --json --output NEW RB
               RB = sparse copy with the root node zeroed (damage.py zero-root)
   inplace     rfsck rebuild --yes -q --json --undo UNDO COPY  (a fresh sparse copy
@@ -23,8 +30,9 @@ if that is not allowed):
 A volume above SCALE_BYTES (256 GiB; bench-1t, which is there for memory
 at TiB scale) skips `read` and `salvage`: both read the whole image file,
 holes included (a TiB of zeros), which measures the host, not rfsck.
-Small steps (read, check, fsck): median of BENCH_RUNS (3) runs.  Heavy
-steps (dry, rebuild, rtree, salvage: minutes each): BENCH_HEAVY_RUNS runs
+Small steps (read, check, fsck): median of BENCH_RUNS (3) runs; read_data and
+dry: median of the BENCH_SCAN_PAIRS pairs.  Heavy
+steps (rebuild, rtree, salvage: minutes each): BENCH_HEAVY_RUNS runs
 (default 3 below 8 GiB, 1 above).  Peak RSS of each: GNU time %M (max over the runs).
 Scratch: $BENCH_SCRATCH (default next to the image); removed at the end.
 Writes RESULTS.json (every number) and prints nothing else of note.
@@ -33,6 +41,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -74,6 +83,18 @@ def measure(n, cmd, drop=True, pre=None, stdout=None, stderr=None, inp=None, std
         (cmd[0].split("/")[-1] + " " + (cmd[1] if len(cmd) > 1 else ""), r["seconds"],
          ", ".join("%.2f" % x for x in r["all"]), r["peak_kib"] // 1024, r["exit"], time.time() - t0))
     return r
+
+
+def merge_runs(rs):
+    """measure()'s result for single runs taken apart: median time, highest
+    peak, the last exit status (the first non-zero one if any)."""
+    secs = [r["seconds"] for r in rs]
+    bad = [r["exit"] for r in rs if r["exit"]]
+    m = {"seconds": statistics.median(secs), "peak_kib": max(r["peak_kib"] for r in rs),
+         "exit": bad[0] if bad else rs[-1]["exit"], "runs": len(rs), "all": secs}
+    if any("cache" in r for r in rs):
+        m["cache"] = ",".join(sorted({r.get("cache", "") for r in rs}))
+    return m
 
 
 def scan_seconds(progress_file):
@@ -154,21 +175,36 @@ def bench_image(rfsck, img, runs, heavy, scratch):
     res["scale_only"] = scale
     if not scale:
         res["read"] = measure(runs, ["sh", "-c", "cat \"$0\" > /dev/null", img])
-    res["read_data"] = measure(runs, [sys.executable, os.path.join(HERE, "readdata.py"), img])
     res["check"] = measure(runs, [rfsck, "check", "-q", img])
     res["copy_seconds"] = sparse_copy(img, w("fsck.img"))
     res["fsck"] = measure(runs, ["reiserfsck", "--check", "--yes", w("fsck.img")])
     os.remove(w("fsck.img"))
     db = w("index.db")
-    res["dry"] = measure(heavy, [rfsck, "rebuild", "--dry-run", "-q", "--progress", "--json", "--index", db, img],
-                         pre="rm -f '%s' '%s-wal' '%s-shm' '%s-journal'" % (db, db, db, db),
-                         stdout=w("dry.json"), stderr_ts=w("dry.progress"))
+    reads, drys, scans, order = [], [], [], []
+    for i in range(max(1, int(os.environ.get("BENCH_SCAN_PAIRS", "4")))):
+        for step in (("read", "dry") if i % 2 == 0 else ("dry", "read")):
+            if step == "read":
+                reads.append(measure(1, [sys.executable, os.path.join(HERE, "readdata.py"), img]))
+                order.append(["read_data", reads[-1]["seconds"]])
+                continue
+            drys.append(measure(1, [rfsck, "rebuild", "--dry-run", "-q", "--progress", "--json", "--index", db,
+                                    img],
+                                pre="rm -f '%s' '%s-wal' '%s-shm' '%s-journal'" % (db, db, db, db),
+                                stdout=w("dry.json"), stderr_ts=w("dry.progress")))
+            scan_s = ((load_json(w("dry.json")) or {}).get("seconds") or {}).get("scan")
+            scans.append(scan_s)
+            order.append(["scan", scan_s])
+    res["read_data"] = merge_runs(reads)
+    res["dry"] = merge_runs(drys)
+    res["scan_read_order"] = order
     dj = load_json(w("dry.json")) or {}
     res["dry_report"] = {k: dj.get(k) for k in ("scan", "leaves", "objects", "tree", "hash", "conflicts")}
     res["index_bytes"] = sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
     cand = (dj.get("scan") or {}).get("candidates") or 0
     res["index_bytes_per_candidate"] = res["index_bytes"] / cand if cand else None
-    res["dry_scan"] = scan_seconds(w("dry.progress"))
+    got = sorted(x for x in scans if x is not None)
+    res["dry_scan"] = {"seconds": round(statistics.median(got), 3), "all": scans} if got else None
+    res["dry_scan_progress"] = scan_seconds(w("dry.progress"))  # the last dry run's, as a cross-check
     for s in ("", "-wal", "-shm", "-journal"):
         if os.path.exists(db + s):
             os.remove(db + s)

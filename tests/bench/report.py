@@ -5,6 +5,7 @@ to the largest image, and the issue's targets (met / missed, by how much),
 evaluated on the largest of them; then the TiB-scale volume (bigbench.py's
 scale_only: no `cat`, no salvage) in a section of its own, for memory.""" 
 import json
+import statistics
 import sys
 
 MiB = 1 << 20
@@ -80,6 +81,28 @@ def scale_section(p, s, big):
         p("Scan: %d blocks (%s) in %.1f s, %.0f MiB/s = %.0f%% of the data-extent read (%.0f MiB/s)." % (
             sc["blocks_scanned"], sc.get("mode"), ss["seconds"], rate / MiB, 100 * rate / data_rate,
             data_rate / MiB))
+    p("")
+
+
+def pairs_note(p, r):
+    """The alternating runs of the data-extent read and the dry run's scan
+    (bigbench.py): each in the order it ran, and the scan's rate over the read's
+    for each pair."""
+    order = r.get("scan_read_order") or []
+    sc = (r.get("dry_report") or {}).get("scan") or {}
+    if not order or not sc.get("blocks_scanned"):
+        return
+    scan_bytes = sc["blocks_scanned"] * r["blocksize"]
+    q = []
+    for i in range(0, len(order) - 1, 2):
+        d = dict(order[i:i + 2])
+        if d.get("scan") and d.get("read_data"):
+            q.append((scan_bytes / d["scan"]) / (r["allocated"] / d["read_data"]))
+    p("%s, the scan against the data-extent read in the order they ran (page cache dropped before "
+      "each): %s.  Scan rate / read rate per pair: %s; median %.0f%%." % (
+          r["image"], ", ".join("%s %.1f s" % ("read" if k == "read_data" else "scan", v)
+                                for k, v in order if v is not None),
+          ", ".join("%.0f%%" % (100 * x) for x in q), 100 * statistics.median(q) if q else float("nan")))
     p("")
 
 
@@ -170,6 +193,8 @@ def main():
             "%.0f" % r["index_bytes_per_candidate"] if r.get("index_bytes_per_candidate") else "n/a",
             ob.get("by_name"), ob.get("lost_found"), rt.get("files"), rt.get("dirs")))
     p("")
+    for r in res:
+        pairs_note(p, r)
     if len(res) >= 2:
         a, b = res[0], res[-1]
         p("### Growth %s -> %s" % (a["image"], b["image"]))
