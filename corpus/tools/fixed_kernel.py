@@ -383,21 +383,81 @@ def kernel_view(images, write=True, log_dir=None):
     """Boot the guest in mode multi on IMAGES (modified in place: pass copies)
     and return one dict per image: status (of the boot), steps {name: rc},
     ro / rw (manifest entries), sums {write-test name: sha256}, dmesg_ro,
-    dmesg_rw, seconds (boot wall time shared by the batch).  A boot that ends
-    without output (hang, panic) is retried one image per boot, so one bad
-    image cannot hide the others."""
+    dmesg_rw, seconds (boot wall time shared by the batch), hung (text, only
+    for an image the kernel did not come back from).  A boot that ends without
+    output (hang, panic) is retried one image per boot, so one bad image
+    cannot hide the others; an image on which the guest goes silent for
+    RFSCK_GUEST_IMAGE_TIMEOUT seconds (default 300) is taken out of the batch
+    (hung_view) and the batch boots again without it.  Every boot starts from
+    the images as they were given (copies are kept for the retries)."""
     most = max(1, min(25, int(os.environ.get("RFSCK_KERNEL_BATCH", "25"))))
     boots = -(-len(images) // most)
     batch = -(-len(images) // boots) if images else 1  # even batches, as few boots as allowed
-    res = []
-    for at in range(0, len(images), batch):
-        group = images[at:at + batch]
-        got = _boot(group, write, log_dir, "boot%d" % at)
-        if len(group) > 1 and any(g["status"] != "ok" for g in got):
-            got = [_boot([img], write, log_dir, "alone%d" % (at + i))[0]
-                   for i, img in enumerate(group)]
-        res += got
+    orig = {}
+    for img in images:
+        orig[img] = img + ".kv-orig"
+        shutil.copyfile(img, orig[img])
+    res = [None] * len(images)
+    try:
+        pending = list(range(len(images)))
+        nboot = 0
+        while pending:
+            group = pending[:batch]
+            for i in group:
+                shutil.copyfile(orig[images[i]], images[i])
+            nboot += 1
+            got, hung = _boot([images[i] for i in group], write, log_dir, "boot%d-%d" % (nboot, group[0]))
+            if hung is not None:
+                k = group[hung]
+                res[k] = hung_view(images[k], orig[images[k]], got[hung], write, log_dir)
+                pending.remove(k)
+                continue
+            if len(group) > 1 and any(g["status"] != "ok" for g in got):
+                got = []
+                for i in group:
+                    shutil.copyfile(orig[images[i]], images[i])
+                    (one,), h = _boot([images[i]], write, log_dir, "alone%d" % i)
+                    got.append(one if h is None else hung_view(images[i], orig[images[i]], one, write,
+                                                               log_dir))
+            for i, g in zip(group, got):
+                res[i] = g
+            pending = pending[len(group):]
+    finally:
+        for p in orig.values():
+            if os.path.exists(p):
+                os.remove(p)
     return res
+
+
+def image_timeout():
+    return int(os.environ.get("RFSCK_GUEST_IMAGE_TIMEOUT", "300"))
+
+
+def hung_view(img, orig, first, write, log_dir):
+    """The view of an image the guest went silent on: IMG stays as the killed
+    boot left it (what "after the kernel" checks see); a second boot on a copy
+    of the original, read-only phase only, tells whether the read-only phase
+    works and what it reads.  When it does, the hang was in the read-write
+    phase (steps get write.mount -2, so no write counts as done)."""
+    secs = image_timeout()
+    tmp = img + ".kv-ro"
+    shutil.copyfile(orig, tmp)
+    try:
+        (ro,), again = _boot([tmp], False, log_dir, "hung-ro-" + os.path.basename(img))
+    finally:
+        os.remove(tmp)
+    v = dict(ro)
+    v["status"] = first["status"]
+    if again is None and ro["status"] == "ok":
+        v["steps"] = dict(ro["steps"])
+        if write:
+            v["steps"]["write.mount"] = -2
+        v["hung"] = "the read-write phase did not come back within %d s" % secs
+    elif again is not None:
+        v["hung"] = "the read-only phase did not come back within %d s" % secs
+    else:
+        v["hung"] = "the read-write phase hung; the read-only boot ended %s" % ro["status"]
+    return v
 
 
 def _boot(group, write, log_dir, tag):
@@ -412,7 +472,7 @@ def _boot(group, write, log_dir, tag):
         timeout = int(os.environ.get("RFSCK_GUEST_TIMEOUT", "0")) or 300 + 120 * len(group)
         log = os.path.join(log_dir, tag + ".console.log") if log_dir else None
         r = rcorpus.run_guest(group[0], mode="multi", payload=payload, timeout=timeout,
-                              log_path=log, extra_images=group[1:])
+                              log_path=log, extra_images=group[1:], idle_timeout=image_timeout())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     files = r["files"]
@@ -437,7 +497,14 @@ def _boot(group, write, log_dir, tag):
                     "sums": sums, "dmesg_ro": text("ro.dmesg"), "dmesg_rw": text("rw.dmesg"),
                     "mount_log": text("ro.mount.log") + text("rw.mount.log"),
                     "write_log": text("write.log")})
-    return out
+    # the image the guest started and did not finish when it went silent
+    hung = None
+    if r["status"] == "idle":
+        started = re.findall(r"RFSCK: image (\d+) on ", r["log"])
+        ended = set(re.findall(r"RFSCK: image (\d+): ", r["log"]))
+        left = [int(i) for i in started if i not in ended and int(i) < len(group)]
+        hung = left[-1] if left else None
+    return out, hung
 
 
 def perfect(s):

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
@@ -90,12 +91,46 @@ def _add_bytes(tar, name, data, mode=0o644):
     tar.addfile(ti, io.BytesIO(data))
 
 
+def _qemu_watched(cmd, timeout, idle_timeout):
+    """Runs qemu; returns (console text, status or None).  It is killed after
+    `timeout` seconds ("timeout"), or when `idle_timeout` is set and the guest
+    has printed no "RFSCK: " line for that long ("idle": a mount or a read
+    that does not come back; in mode multi the guest announces each image it
+    starts and finishes)."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    chunks, state = [], {"mark": time.time()}
+
+    def pump():
+        for line in iter(p.stdout.readline, b""):
+            chunks.append(line)
+            if b"RFSCK: " in line:
+                state["mark"] = time.time()
+    t = threading.Thread(target=pump, daemon=True)
+    t.start()
+    t0, status = time.time(), None
+    while p.poll() is None:
+        now = time.time()
+        if now - t0 > timeout:
+            status = "timeout"
+        elif idle_timeout and now - state["mark"] > idle_timeout:
+            status = "idle"
+        if status:
+            p.kill()
+            break
+        time.sleep(0.5)
+    p.wait()
+    t.join(10)
+    return b"".join(chunks).decode("utf-8", "replace"), status
+
+
 def run_guest(image, recipe=None, mode="run", mountopts="rw", payload=(), timeout=None,
-              log_path=None, expect_crash=False, extra_images=()):
+              log_path=None, expect_crash=False, extra_images=(), idle_timeout=None):
     """Boot the guest once on IMAGE.  Returns dict with keys: status
-    ('ok', 'crashed', 'mount_failed', 'no_output', 'timeout'), files (name -> bytes
-    from /out), seconds, log (serial console text).  extra_images are attached
-    after the output disk with the serials img1, img2, ... (mode "multi")."""
+    ('ok', 'crashed', 'mount_failed', 'no_output', 'timeout', 'idle'), files
+    (name -> bytes from /out), seconds, log (serial console text).  extra_images
+    are attached after the output disk with the serials img1, img2, ... (mode
+    "multi").  idle_timeout: see _qemu_watched."""
     info = kernel_info()
     timeout = timeout or int(os.environ.get("RFSCK_GUEST_TIMEOUT", "600"))
     work = tempfile.mkdtemp(prefix="rguest-", dir=cache_dir())
@@ -137,13 +172,7 @@ def run_guest(image, recipe=None, mode="run", mountopts="rw", payload=(), timeou
                     "-device", "virtio-blk-pci,drive=img%d,serial=img%d,addr=0x%x" % (i, i, 7 + i)]
         t0 = time.time()
         status = None
-        try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=timeout)
-            log = p.stdout.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as e:
-            log = (e.stdout or b"").decode("utf-8", "replace")
-            status = "timeout"
+        log, status = _qemu_watched(cmd, timeout, idle_timeout)
         secs = time.time() - t0
         if log_path:
             with open(log_path, "w") as f:

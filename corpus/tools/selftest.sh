@@ -43,5 +43,21 @@ if python3 "$HERE/score.py" --json "$M" "$T/edit.jsonl" | python3 -c 'import jso
 then ok "score counts corrupted/missing/foreign/lost+found"; else bad "score categories"; fi
 if python3 "$HERE/oracle.py" check "$T/f.img" | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["exit"]==0 else 1)'
 then ok "oracle check on a shipped image: exit 0"; else bad "oracle check"; fi
+# the guest watchdog (rcorpus._qemu_watched) on stand-ins for qemu: silent
+# after one image starts -> "idle"; announcing steps until it ends -> done;
+# never silent but too long -> "timeout"
+if (cd "$HERE" && python3 - <<'PY')
+import sys, time
+import rcorpus
+t0 = time.time()
+log, st = rcorpus._qemu_watched(["sh", "-c", "echo 'RFSCK: image 0 on vda'; sleep 60"], 120, 2)
+assert st == "idle" and "image 0 on vda" in log and time.time() - t0 < 30, (st, log)
+log, st = rcorpus._qemu_watched(["sh", "-c", "for i in 1 2 3 4; do echo \"RFSCK: step $i\"; sleep 1; done"], 120, 3)
+assert st is None and log.count("RFSCK: step") == 4, (st, log)
+t0 = time.time()
+log, st = rcorpus._qemu_watched(["sh", "-c", "while :; do echo 'RFSCK: busy'; sleep 0.5; done"], 3, 2)
+assert st == "timeout" and time.time() - t0 < 30, (st, log[-200:])
+PY
+then ok "guest watchdog: idle, done, timeout"; else bad "guest watchdog"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

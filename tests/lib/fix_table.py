@@ -60,7 +60,7 @@ def side_view(rfsck, case, img, kv):
     s = summ["score"]
     view = {"ok": ok, "problems": probs, "mounted": summ["mounted"], "written": summ["written"],
             "failed_steps": [k for k, v in kv["steps"].items() if v != 0],
-            "complaints": summ["complaints"], "reader": "kernel"}
+            "complaints": summ["complaints"], "reader": "kernel", "hung": kv.get("hung")}
     if s is None:
         out = img + ".rfsck-reader.jsonl"
         subprocess.run(["python3", os.path.join(TOP, "corpus", "tools", "read-rfsck"), rfsck, img, out],
@@ -155,7 +155,7 @@ def write_table(out, rows):
 def read_cell(v):
     s = v["score"]
     if not v["mounted"]:
-        head = "no mount"
+        head = "**%s**" % v["hung"] if v.get("hung") and "read-only" in v["hung"] else "no mount"
         if v["reader"] != "kernel":
             head += "; rfsck reader %d/%d" % (s["intact"], s["truth_entries"])
         return head
@@ -168,6 +168,8 @@ def read_cell(v):
 
 
 def write_cell(v):
+    if v.get("hung") and "read-write" in v["hung"]:
+        return "**" + v["hung"] + "**"
     if not v["mounted"]:
         return "-"
     bad = [k for k in v["failed_steps"] if not k.startswith("ro.")]
