@@ -10,7 +10,8 @@
 #    verified by `make bench-images`; $BENCH_BIG_IMAGES overrides the list):
 #    tests/bench/bigbench.py measures, page cache dropped before every run,
 #    the sequential read, `rfsck check`, `reiserfsck --check`, `rfsck rebuild
-#    --dry-run` (scan time, index size per candidate leaf), the real `rfsck
+#    --dry-run` (scan time, index size per candidate leaf; run in alternation
+#    with the sequential read of the data extents), the real `rfsck
 #    rebuild --output` vs `reiserfsck --rebuild-tree` on a copy whose root node
 #    is zeroed, and `rfsck salvage`; tests/bench/report.py renders the tables,
 #    the growth between the volumes and the issue's targets (met or not).
@@ -19,7 +20,8 @@
 #
 # Knobs: BENCH_SKIP_BIG=1 (corpus only), BENCH_REPORT_ONLY=1 (no big runs:
 # re-render from the last results.json), BENCH_RUNS (3), BENCH_HEAVY_RUNS
-# (3 below 8 GiB, 1 above), BENCH_SCRATCH (scratch dir for copies).
+# (3 below 8 GiB, 1 above), BENCH_SCAN_PAIRS (4: data-extent reads and dry
+# runs, alternating), BENCH_SCRATCH (scratch dir for copies).
 set -eu
 rfsck=$1; out=$2
 top=$(cd "$(dirname "$0")/../.." && pwd)
