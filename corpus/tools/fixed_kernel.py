@@ -437,8 +437,9 @@ def hung_view(img, orig, first, write, log_dir):
     """The view of an image the guest went silent on: IMG stays as the killed
     boot left it (what "after the kernel" checks see); a second boot on a copy
     of the original, read-only phase only, tells whether the read-only phase
-    works and what it reads.  When it does, the hang was in the read-write
-    phase (steps get write.mount -2, so no write counts as done)."""
+    works and what it reads.  When it does and there was a read-write phase,
+    the hang was there (steps get write.mount -2, so no write counts as done).
+    hung_phase ("ro" or "rw") says which phase; hung says it in words."""
     secs = image_timeout()
     tmp = img + ".kv-ro"
     shutil.copyfile(orig, tmp)
@@ -448,15 +449,15 @@ def hung_view(img, orig, first, write, log_dir):
         os.remove(tmp)
     v = dict(ro)
     v["status"] = first["status"]
-    if again is None and ro["status"] == "ok":
-        v["steps"] = dict(ro["steps"])
-        if write:
-            v["steps"]["write.mount"] = -2
+    ro_ok = again is None and ro["status"] == "ok"
+    if ro_ok and write:
+        v["steps"] = dict(ro["steps"], **{"write.mount": -2})
+        v["hung_phase"] = "rw"
         v["hung"] = "the read-write phase did not come back within %d s" % secs
-    elif again is not None:
-        v["hung"] = "the read-only phase did not come back within %d s" % secs
     else:
-        v["hung"] = "the read-write phase hung; the read-only boot ended %s" % ro["status"]
+        v["hung_phase"] = "ro"
+        v["hung"] = "the read-only phase did not come back within %d s%s" % (
+            secs, "" if again is not None else "; a second read-only boot ended " + ro["status"])
     return v
 
 

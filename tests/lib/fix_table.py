@@ -60,7 +60,8 @@ def side_view(rfsck, case, img, kv):
     s = summ["score"]
     view = {"ok": ok, "problems": probs, "mounted": summ["mounted"], "written": summ["written"],
             "failed_steps": [k for k, v in kv["steps"].items() if v != 0],
-            "complaints": summ["complaints"], "reader": "kernel", "hung": kv.get("hung")}
+            "complaints": summ["complaints"], "reader": "kernel", "hung": kv.get("hung"),
+            "hung_phase": kv.get("hung_phase")}
     if s is None:
         out = img + ".rfsck-reader.jsonl"
         subprocess.run(["python3", os.path.join(TOP, "corpus", "tools", "read-rfsck"), rfsck, img, out],
@@ -155,7 +156,7 @@ def write_table(out, rows):
 def read_cell(v):
     s = v["score"]
     if not v["mounted"]:
-        head = "**%s**" % v["hung"] if v.get("hung") and "read-only" in v["hung"] else "no mount"
+        head = "**%s**" % v["hung"] if v.get("hung_phase") == "ro" else "no mount"
         if v["reader"] != "kernel":
             head += "; rfsck reader %d/%d" % (s["intact"], s["truth_entries"])
         return head
@@ -168,7 +169,7 @@ def read_cell(v):
 
 
 def write_cell(v):
-    if v.get("hung") and "read-write" in v["hung"]:
+    if v.get("hung_phase") == "rw":
         return "**" + v["hung"] + "**"
     if not v["mounted"]:
         return "-"
