@@ -20,6 +20,11 @@ if that is not allowed):
               another one is faster than the first; measured one after the
               other, read_data (after three runs of `cat`) met a warm host and
               the scan a cold one.  Alternating gives both the same positions.
+  check_warm, dry_warm
+              check and the dry run again, BENCH_RUNS times each, with the
+              page cache kept (readdata.py first): CPU per block, for the
+              growth from volume to volume; dry_warm_phases holds the
+              median seconds of scan, decide and build
   rebuild     rfsck rebuild --yes --no-undo -q --progress --json --output NEW RB
               RB = sparse copy with the root node zeroed (damage.py zero-root)
   inplace     rfsck rebuild --yes -q --json --undo UNDO COPY  (a fresh sparse copy
@@ -205,6 +210,23 @@ def bench_image(rfsck, img, runs, heavy, scratch):
     got = sorted(x for x in scans if x is not None)
     res["dry_scan"] = {"seconds": round(statistics.median(got), 3), "all": scans} if got else None
     res["dry_scan_progress"] = scan_seconds(w("dry.progress"))  # the last dry run's, as a cross-check
+    # warm: the used blocks put in the page cache (one read of the data
+    # extents), then check and the dry run without dropping it.  What is left
+    # is their CPU per block, so the growth from one volume to the next is
+    # not decided by where the host's cache served the cold runs from
+    # (bench-4g's cold reads ran at memory speed, bench-32g's did not).
+    subprocess.run([sys.executable, os.path.join(HERE, "readdata.py"), img], stdout=subprocess.DEVNULL,
+                   check=True)
+    res["check_warm"] = measure(runs, [rfsck, "check", "-q", img], drop=False)
+    dws, phases = [], []
+    for _ in range(runs):
+        dws.append(measure(1, [rfsck, "rebuild", "--dry-run", "-q", "--json", "--index", db, img], drop=False,
+                           pre="rm -f '%s' '%s-wal' '%s-shm' '%s-journal'" % (db, db, db, db),
+                           stdout=w("dryw.json")))
+        phases.append((load_json(w("dryw.json")) or {}).get("seconds") or {})
+    res["dry_warm"] = merge_runs(dws)
+    res["dry_warm_phases"] = {k: round(statistics.median(v), 3) for k in ("scan", "decide", "build")
+                              for v in [[ph[k] for ph in phases if k in ph]] if v}
     for s in ("", "-wal", "-shm", "-journal"):
         if os.path.exists(db + s):
             os.remove(db + s)

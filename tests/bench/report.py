@@ -158,6 +158,14 @@ def main():
             ("`reiserfsck --rebuild-tree` (same damage)", r["rtree"], "%.2f x read" % ratio(r["rtree"]["seconds"], rd)),
             ("`rfsck salvage -q IMAGE DIR`", r["salvage"], "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
         ]
+        if r.get("check_warm") and r.get("dry_warm"):
+            ph = r.get("dry_warm_phases") or {}
+            rows += [
+                ("`rfsck check -q`, page cache warm", r["check_warm"], "%.2f of reiserfsck (cold)" % ratio(
+                    r["check_warm"]["seconds"], r["fsck"]["seconds"])),
+                ("`rfsck rebuild --dry-run`, page cache warm (scan %s, decide %s, build %s s)" % (
+                    ph.get("scan", "?"), ph.get("decide", "?"), ph.get("build", "?")), r["dry_warm"], ""),
+            ]
         for name, x, rt in rows:
             p("| %s | %s | %s | %s | %s | %s |" % (im, name, runs_note(x), fmt_t(x, True), rss(x), rt))
     p("")
@@ -212,7 +220,11 @@ def main():
         for key, name in (("read", "sequential read (cat)"), ("read_data", "sequential read (data extents)"),
                           ("check", "rfsck check"), ("fsck", "reiserfsck --check"),
                           ("dry", "rfsck rebuild --dry-run"), ("rebuild", "rfsck rebuild --output"),
-                          ("inplace", "rfsck rebuild in place"), ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage")):
+                          ("inplace", "rfsck rebuild in place"), ("rtree", "reiserfsck --rebuild-tree"), ("salvage", "rfsck salvage"),
+                          ("check_warm", "rfsck check, page cache warm"),
+                          ("dry_warm", "rfsck rebuild --dry-run, page cache warm")):
+            if key not in a or key not in b:
+                continue
             x, y = a[key], b[key]
             p("| %s | %s | %s | x%.2f | %.1f -> %.1f | x%.2f | %.2f -> %.2f |" % (
                 name, fmt_t(x), fmt_t(y), ratio(y["seconds"], x["seconds"]),
@@ -252,7 +264,10 @@ def main():
         used = b["dry_report"]["scan"]["blocks_scanned"] / a["dry_report"]["scan"]["blocks_scanned"]
         for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"),
                           ("rebuild", "rfsck rebuild --output"), ("inplace", "rfsck rebuild in place"),
-                          ("salvage", "rfsck salvage")):
+                          ("salvage", "rfsck salvage"), ("check_warm", "rfsck check, page cache warm (CPU)"),
+                          ("dry_warm", "rfsck rebuild --dry-run, page cache warm (CPU)")):
+            if key not in a or key not in b:
+                continue
             g = ratio(b[key]["seconds"], a[key]["seconds"])
             p("| %s growth %s -> %s linear or better | time x%.2f for x%.1f blocks (x%.2f used blocks) | %s |" % (
                 name, a["image"], b["image"], g, blk, used,
