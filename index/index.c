@@ -267,13 +267,6 @@ rfs_status rfs_index_clear_decisions(struct rfs_index *ix, struct rfs_error *err
 rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err)
 {
 	return rfs_index_exec(ix,
-		/* item_key covers what decide's object table and emit read from
-		 * every item (win, sd_mode; block and pos come with the key of a
-		 * WITHOUT ROWID table), so neither looks each row up in the
-		 * table: 2 M random lookups on bench-32g.  fmt and len stay out:
-		 * emit takes both from the leaf it reads anyway */
-		"CREATE INDEX IF NOT EXISTS item_key ON item(dir_id, objectid, offset, type,"
-		" win, sd_mode);"
 		"CREATE INDEX IF NOT EXISTS claim_first ON claim(first);"
 		"CREATE INDEX IF NOT EXISTS leaf_checksum ON leaf(checksum);"
 		"CREATE INDEX IF NOT EXISTS dirent_dir ON dirent(dir_id, objectid, off);"
@@ -282,6 +275,23 @@ rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err)
 		/* statistics for the planner; a sample of each index is enough
 		 * to choose the plans (a full ANALYZE reads every index) */
 		"PRAGMA analysis_limit=1000; ANALYZE;", err);
+}
+
+rfs_status rfs_index_build_item_lookup(struct rfs_index *ix, struct rfs_error *err)
+{
+	if (ix->item_lookup)
+		return RFS_OK;
+	/* item_key covers what the object table and emit read from every item
+	 * (win, sd_mode; block and pos come with the key of a WITHOUT ROWID
+	 * table), so neither looks each row up in the table: 2 M random
+	 * lookups on bench-32g.  fmt and len stay out: emit takes both from the
+	 * leaf it reads anyway.  The sample of ANALYZE: see build_lookup. */
+	rfs_status st = rfs_index_exec(ix,
+		"CREATE INDEX IF NOT EXISTS item_key ON item(dir_id, objectid, offset, type,"
+		" win, sd_mode);"
+		"PRAGMA analysis_limit=1000; ANALYZE item_key;", err);
+	ix->item_lookup = !st;
+	return st;
 }
 
 /* Built on demand: on a sound volume nothing asks who names an object or

@@ -43,6 +43,7 @@ struct rfs_index {
 	sqlite3_stmt *many[IX_NSTMT];     /* IX_BULK_ROWS rows per statement */
 	unsigned ncols[IX_NSTMT];
 	bool bulk;
+	bool item_lookup;            /* item_key exists (build_item_lookup) */
 	struct ix_pending *pending[IX_NSTMT];
 	uint8_t *bytes;
 	size_t bytes_len, bytes_cap;

@@ -2,9 +2,12 @@
  * emit.c - stage 4 of rebuild: the new tree, item by item in key order, into
  * the tree builder (tree_build.c).
  *
- * Three sorted cursors over the index are merged by object key:
+ * Three sorted cursors are merged by object key:
  *   items   winning stat data and body items (direct/indirect) of objects
- *           whose type matches (no file body under a directory stat data);
+ *           whose type matches (no file body under a directory stat data):
+ *           rows of the index item_key, or, when the accepted leaves are in
+ *           key order (keyorder.c), the item heads of those leaves read in
+ *           turn;
  *   dirents the names namespace.c kept, grouped back into the directory
  *           items they came from (a name that moved or was added joins the
  *           current item); so an untouched directory item is re-encoded byte
@@ -15,7 +18,8 @@
  * order, not by an SQL join: the join's lookup per row (3 M on bench-32g)
  * cost more than the rest of the query.  A row whose object obj lacks is
  * skipped, as the join skipped it.
- * Bodies are read again from their leaves (re-validated, key checked: an
+ * Bodies are read again from their leaves (re-validated, key checked; on the
+ * key-order walk the leaf is checked against the scan's checksum instead: an
  * image that changed since the scan stops the run).  Indirect pointers are
  * filtered: out of range, into metadata, at an accepted leaf, or at a block
  * an earlier item already owns -> zeroed, and the file is reported partial.
@@ -33,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "keyorder.h"
 #include "rebuild.h"
 #include "rfs/bytes.h"
 #include "tree_build.h"
@@ -44,11 +49,30 @@ enum {
 	GAP_LEAVES_MAX = 64,         /* lost leaves a gap in one file may stand for */
 };
 
+/* One row of the item cursor: a winning stat data or file body. */
+struct item_row {
+	uint32_t d, o;
+	uint64_t off;
+	unsigned type;
+	uint64_t blk;
+	uint32_t pos;
+};
+
 struct emitter {
 	struct rb_ctx *c;
 	struct tree_builder *tb;
 	sqlite3_stmt *items, *ents, *sds;
 	bool have_item, have_ent, have_sd;
+	struct item_row it;          /* the current item, while have_item */
+	/* while c->key_ordered the items come from the accepted leaves
+	 * themselves, in lorder's order (keyorder.c), not from items */
+	sqlite3_stmt *walk_q;        /* block, checksum of each leaf in turn */
+	uint8_t *walk;               /* that leaf, checked against its checksum */
+	uint64_t walk_blk;
+	uint32_t walk_pos, walk_nr;
+	bool skip_root_items;        /* namespace.c set the root's items aside */
+	rfs_status walk_st;          /* why the cursor stopped early (walk_err) */
+	struct rfs_error walk_err;
 	/* the object of the current item / dirent row (merge with obj) */
 	struct obj_cursor { sqlite3_stmt *q; bool have; uint64_t key; bool is_dir; } item_obj, ent_obj;
 	uint8_t *leaf;               /* cached source leaf */
@@ -91,6 +115,11 @@ static uint64_t cur_key(sqlite3_stmt *s, bool have)
 	return have ? KEY(col_u64(s, 0), col_u64(s, 1)) : UINT64_MAX;
 }
 
+static uint64_t item_key(const struct emitter *e)
+{
+	return e->have_item ? KEY(e->it.d, e->it.o) : UINT64_MAX;
+}
+
 static bool step(sqlite3_stmt *s)
 {
 	return sqlite3_step(s) == SQLITE_ROW;
@@ -113,13 +142,79 @@ static bool obj_seek(struct obj_cursor *o, uint64_t key)
 	return o->have && o->key == key;
 }
 
+/* The next leaf of the walk; false at the end or on an error (walk_st).  The
+ * leaf must still be the one the scan found fully valid: the same checksum,
+ * or the run stops (as source_item stops on a changed item). */
+static bool walk_next_leaf(struct emitter *e)
+{
+	int rc = sqlite3_step(e->walk_q);
+	if (rc != SQLITE_ROW) {
+		if (rc != SQLITE_DONE)
+			e->walk_st = rfs_index_fail(e->c->ix, "accepted leaves", &e->walk_err);
+		return false;
+	}
+	uint64_t blk = col_u64(e->walk_q, 0);
+	e->walk_blk = RFS_NO_BLOCK;
+	if ((e->walk_st = rfs_dev_read_block(e->c->dev, blk, e->walk, &e->walk_err)))
+		return false;
+	if (rb_checksum(e->walk, e->c->bs) != col_u64(e->walk_q, 1)) {
+		e->walk_st = rfs_error_set(&e->walk_err, RFS_ERR_CORRUPT, blk,
+					   "leaf %llu changed since the scan; rescan",
+					   (unsigned long long)blk);
+		return false;
+	}
+	struct rfs_block_head bh;
+	rfs_block_head_decode(e->walk, &bh);
+	e->walk_blk = blk;
+	e->walk_pos = 0;
+	e->walk_nr = bh.nr_items < rfs_leaf_max_items(e->c->bs) ? bh.nr_items :
+		     rfs_leaf_max_items(e->c->bs);
+	return true;
+}
+
+/* The next row of the cursor, before the object filter: the index's next
+ * row, or the walk's next stat data or file body (the filter of items_sql:
+ * win = 1 and type 0, 1 or 2; every item of an accepted leaf won, except the
+ * root's when namespace.c set them aside). */
+static bool next_row(struct emitter *e)
+{
+	if (!e->walk_q) {
+		if (!step(e->items))
+			return false;
+		e->it = (struct item_row){
+			.d = (uint32_t)col_u64(e->items, 0), .o = (uint32_t)col_u64(e->items, 1),
+			.off = col_u64(e->items, 2), .type = (unsigned)col_u64(e->items, 3),
+			.blk = col_u64(e->items, 4), .pos = (uint32_t)col_u64(e->items, 5),
+		};
+		return true;
+	}
+	for (;;) {
+		while (e->walk_blk != RFS_NO_BLOCK && e->walk_pos < e->walk_nr) {
+			struct rfs_item_head ih;
+			uint32_t pos = e->walk_pos++;
+			rfs_leaf_item_head(e->walk, (int)pos, &ih);
+			unsigned type = ih.key.type;
+			if (type != RFS_TYPE_STAT && type != RFS_TYPE_INDIRECT && type != RFS_TYPE_DIRECT)
+				continue;
+			if (e->skip_root_items && ih.key.dir_id == 1 && ih.key.objectid == 2)
+				continue;
+			e->it = (struct item_row){ .d = ih.key.dir_id, .o = ih.key.objectid,
+						   .off = ih.key.offset, .type = type,
+						   .blk = e->walk_blk, .pos = pos };
+			return true;
+		}
+		if (!walk_next_leaf(e))
+			return false;
+	}
+}
+
 /* The next winning item that goes into the tree: its object exists and it is
  * a stat data, or a file body of an object that is not a directory. */
 static bool next_item(struct emitter *e)
 {
-	while (step(e->items)) {
-		unsigned type = (unsigned)col_u64(e->items, 3);
-		if (!obj_seek(&e->item_obj, cur_key(e->items, true)))
+	while (next_row(e)) {
+		unsigned type = e->it.type;
+		if (!obj_seek(&e->item_obj, KEY(e->it.d, e->it.o)))
 			continue;
 		if (type == RFS_TYPE_STAT ||
 		    (!e->item_obj.is_dir && (type == RFS_TYPE_INDIRECT || type == RFS_TYPE_DIRECT)))
@@ -189,6 +284,13 @@ static rfs_status load_leaf(struct emitter *e, uint64_t blk, struct rfs_error *e
 	if (e->leaf_blk == blk)
 		return RFS_OK;
 	e->leaf_blk = RFS_NO_BLOCK;
+	if (e->walk_blk == blk) {
+		/* the walk's leaf: fully valid at the scan and unchanged since */
+		memcpy(e->leaf, e->walk, e->c->bs);
+		e->leaf_damaged = false;
+		e->leaf_blk = blk;
+		return RFS_OK;
+	}
 	rfs_status st = rfs_dev_read_block(e->c->dev, blk, e->leaf, err);
 	if (st)
 		return st;
@@ -253,12 +355,10 @@ static void note_missing(struct emitter *e, uint64_t from, uint64_t to)
 
 static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
 {
-	sqlite3_stmt *s = e->items;
-	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
-	uint64_t blk = col_u64(s, 4);
+	uint32_t d = e->it.d, o = e->it.o;
+	uint64_t blk = e->it.blk;
 	struct rfs_item_head ih;
-	rfs_status st = source_item(e, blk, (uint32_t)col_u64(s, 5), d, o, col_u64(s, 2),
-				    RFS_TYPE_STAT, &ih, err);
+	rfs_status st = source_item(e, blk, e->it.pos, d, o, e->it.off, RFS_TYPE_STAT, &ih, err);
 	if (st)
 		return st;
 	const uint8_t *body = e->leaf + ih.location;
@@ -460,12 +560,11 @@ static rfs_status fill_gap(struct emitter *e, const struct rfs_item_head *ih,
 static rfs_status emit_body(struct emitter *e, struct rfs_error *err)
 {
 	struct rb_ctx *c = e->c;
-	sqlite3_stmt *s = e->items;
-	uint32_t d = (uint32_t)col_u64(s, 0), o = (uint32_t)col_u64(s, 1);
-	uint64_t off = col_u64(s, 2);
-	unsigned type = (unsigned)col_u64(s, 3);
-	uint64_t blk = col_u64(s, 4);
-	uint32_t pos = (uint32_t)col_u64(s, 5);
+	uint32_t d = e->it.d, o = e->it.o;
+	uint64_t off = e->it.off;
+	unsigned type = e->it.type;
+	uint64_t blk = e->it.blk;
+	uint32_t pos = e->it.pos;
 	if (off < e->next_byte) {
 		/* overlaps data already emitted for this file: the earlier wins */
 		c->n.conflicts++;
@@ -585,7 +684,7 @@ static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *e
 	e->sd_version = e->c->fs->sb.format == RFS_FORMAT_36 ? 2 : 1;
 	rfs_status st = RFS_OK;
 	bool have_sd = false;
-	if (e->have_item && cur_key(e->items, true) == k && col_u64(e->items, 3) == RFS_TYPE_STAT) {
+	if (e->have_item && item_key(e) == k && e->it.type == RFS_TYPE_STAT) {
 		st = emit_source_sd(e, err);
 		e->have_item = next_item(e);
 		have_sd = true;
@@ -601,8 +700,8 @@ static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *e
 	}
 	if (!st)
 		st = flush_group(e, err);
-	while (!st && e->have_item && cur_key(e->items, true) == k) {
-		if (col_u64(e->items, 3) != RFS_TYPE_STAT)
+	while (!st && e->have_item && item_key(e) == k) {
+		if (e->it.type != RFS_TYPE_STAT)
 			st = emit_body(e, err);
 		e->have_item = next_item(e);
 	}
@@ -638,7 +737,9 @@ static rfs_status load_reserved(struct emitter *e, struct rfs_error *err)
 }
 
 /* Both orders must be obj_sql's (dir_id, objectid) first: next_item and
- * next_ent merge them with it. */
+ * next_ent merge them with it.  While c->key_ordered the items come from the
+ * leaves of rb_keyorder_leaves_sql instead (next_row): the same rows in the
+ * same order, without item_key and without a row per item (keyorder.c). */
 static const char items_sql[] =
 	"SELECT dir_id, objectid, offset, type, block, pos FROM item"
 	" WHERE win = 1 AND type IN (0, 1, 2) ORDER BY dir_id, objectid, offset, type";
@@ -650,15 +751,33 @@ static const char obj_sql[] =
 static const char sds_sql[] =
 	"SELECT dir_id, objectid, create_sd FROM obj WHERE create_sd <> 0 ORDER BY dir_id, objectid";
 
+/* The time created stat data carry: now, or SOURCE_DATE_EPOCH when set (the
+ * reproducible-builds convention), so that two runs can be compared byte
+ * for byte (tests/integration/rebuild_keyorder.sh). */
+static uint32_t stamp_now(void)
+{
+	const char *env = getenv("SOURCE_DATE_EPOCH");
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 10);
+		if (*end == '\0' && v <= UINT32_MAX)
+			return (uint32_t)v;
+	}
+	return (uint32_t)time(NULL);
+}
+
 rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 {
 	struct emitter e = { .c = c, .leaf_blk = RFS_NO_BLOCK, .group_block = RFS_NO_BLOCK,
-			     .now = (uint32_t)time(NULL) };
+			     .now = stamp_now() };
 	rfs_status st = RFS_OK;
+	e.walk_blk = RFS_NO_BLOCK;
+	e.skip_root_items = c->root_items_aside;
 	e.leaf = malloc(c->bs);
 	e.body = malloc(c->bs);
 	e.names = malloc(c->bs);
-	if (!e.leaf || !e.body || !e.names)
+	e.walk = c->key_ordered ? malloc(c->bs) : NULL;
+	if (!e.leaf || !e.body || !e.names || (c->key_ordered && !e.walk))
 		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "emit buffers");
 	if (!st)
 		st = rfs_bitmap_init_sparse(&e.reserved, c->nblocks, err);
@@ -670,7 +789,16 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_bitmap_status(&e.reserved, "data blocks of the accepted leaves", err);
 	if (!st)
 		st = rfs_bitmap_status(&e.old_internal, "old internal nodes", err);
+	/* a created stat data asks item_key for its object's size (emit_created_sd) */
+	uint64_t creates = 0;
 	if (!st)
+		st = rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM obj WHERE create_sd = 1)",
+					 &creates, 1, err);
+	if (!st && creates)
+		st = rfs_index_build_item_lookup(c->ix, err);
+	if (!st && c->key_ordered)
+		st = rfs_index_prepare(c->ix, rb_keyorder_leaves_sql, &e.walk_q, err);
+	else if (!st)
 		st = rfs_index_prepare(c->ix, items_sql, &e.items, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix, ents_sql, &e.ents, err);
@@ -695,8 +823,8 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 		e.have_sd = step(e.sds);
 		uint64_t done = 0;
 		rfs_progress_phase(&c->progress, "build", "objects", 0);
-		while (!st && (e.have_item || e.have_ent || e.have_sd)) {
-			uint64_t k = cur_key(e.items, e.have_item), k2 = cur_key(e.ents, e.have_ent);
+		while (!st && !e.walk_st && (e.have_item || e.have_ent || e.have_sd)) {
+			uint64_t k = item_key(&e), k2 = cur_key(e.ents, e.have_ent);
 			uint64_t k3 = cur_key(e.sds, e.have_sd);
 			if (k2 < k)
 				k = k2;
@@ -706,6 +834,10 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 			rfs_progress_update(&c->progress, ++done);
 		}
 		rfs_progress_done(&c->progress);
+		if (!st && e.walk_st) {
+			*err = e.walk_err;
+			st = e.walk_st;
+		}
 		if (!st) {
 			struct tb_stats ts;
 			st = tb_finish(e.tb, &c->root, &c->height, &ts, err);
@@ -717,6 +849,7 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	}
 	tb_free(e.tb);
 	sqlite3_finalize(e.items);
+	sqlite3_finalize(e.walk_q);
 	sqlite3_finalize(e.ents);
 	sqlite3_finalize(e.sds);
 	sqlite3_finalize(e.item_obj.q);
@@ -724,6 +857,7 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	rfs_bitmap_free(&e.reserved);
 	rfs_bitmap_free(&e.old_internal);
 	free(e.leaf);
+	free(e.walk);
 	free(e.body);
 	free(e.names);
 	free(e.dents);

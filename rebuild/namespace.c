@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects.h"
 #include "rebuild.h"
 #include "rfs/hash.h"
 #include "rfs/u64set.h"
@@ -400,28 +401,6 @@ static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *er
 	return st;
 }
 
-static const char obj_sql[] =
-	"DROP TABLE IF EXISTS temp.obj;"
-	"CREATE TEMP TABLE obj(dir_id INTEGER, objectid INTEGER, is_dir INTEGER, has_sd INTEGER,"
-	" sd_dir INTEGER, create_sd INTEGER NOT NULL DEFAULT 0,"
-	" PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;"
-	"INSERT INTO obj(dir_id, objectid, is_dir, has_sd, sd_dir)"
-	" SELECT dir_id, objectid,"
-	/* the stat data's type, unless every other item says the other one (a
-	 * flipped mode: check's MODE_WRONG; emit rewrites the mode).  is_dir 2:
-	 * a directory mode over file bodies only, decided by dotdot_sql */
-	"  CASE WHEN max(type = 0) THEN"
-	"   CASE (max(CASE WHEN type = 0 THEN sd_mode END) & 61440)"
-	"    WHEN 16384 THEN CASE WHEN max(type = 3) = 0 AND max(type IN (1, 2)) = 1"
-	"     THEN 2 ELSE 1 END"
-	"    WHEN 32768 THEN max(type = 3) = 1 AND max(type IN (1, 2)) = 0"
-	"    ELSE 0 END"
-	"   ELSE max(type = 3) END,"
-	"  max(type = 0),"
-	"  (max(CASE WHEN type = 0 THEN sd_mode END) & 61440) = 16384"
-	" FROM item WHERE win = 1 AND dir_id <> 4294967295 GROUP BY dir_id, objectid;"
-	"UPDATE obj SET create_sd = CASE WHEN is_dir THEN 2 ELSE 1 END WHERE has_sd = 0;";
-
 /* A directory mode over file bodies only stays a directory when some name
  * ".." points at it (its children still know it as their parent); else the
  * mode flipped.  Rare, so the names-by-target index is built only for it. */
@@ -448,7 +427,14 @@ static rfs_status resolve_dir_modes(struct rb_ctx *c, struct rfs_error *err)
 static rfs_status keep_dirs_with_dot(struct rb_ctx *c, struct rfs_error *err)
 {
 	sqlite3_stmt *q = NULL, *u = NULL;
-	rfs_status st = rfs_index_prepare(c->ix,
+	uint64_t any = 0;
+	rfs_status st = rfs_index_query_u64(c->ix,
+		"SELECT EXISTS (SELECT 1 FROM obj WHERE sd_dir = 1 AND is_dir = 0)", &any, 1, err);
+	if (st || !any)
+		return st;
+	if ((st = rfs_index_build_item_lookup(c->ix, err)))
+		return st;
+	st = rfs_index_prepare(c->ix,
 		/* obj first (CROSS JOIN keeps the order): the few objects the
 		 * probe is for, then their items through item_key */
 		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM obj o CROSS JOIN item i"
@@ -511,7 +497,10 @@ static void ns_free(struct ns *s)
 rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 {
 	struct ns s = { .c = c, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
-	rfs_status st = rfs_index_exec(c->ix, obj_sql, err);
+	c->root_items_aside = false;
+	/* the object table (objects.c); keyorder.c built it already when the
+	 * accepted leaves are in key order */
+	rfs_status st = c->key_ordered ? RFS_OK : rb_objects_from_index(c, err);
 	if (!st)
 		st = resolve_dir_modes(c, err);
 	if (!st)
@@ -557,14 +546,19 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 		/* The root must be a directory: a stat data saying otherwise (and
 		 * any file body under the root's key) is set aside and a directory
 		 * stat data is created; names found under the root stay. */
-		st = rfs_index_exec(c->ix,
-			"INSERT INTO conflict(dir_id, objectid, offset, type, winner, loser, reason)"
-			" SELECT dir_id, objectid, offset, type, NULL, block,"
-			"  'the root''s stat data does not describe a directory'"
-			" FROM item WHERE dir_id = 1 AND objectid = 2 AND win = 1 AND type IN (0, 1, 2);"
-			"UPDATE item SET win = 0 WHERE dir_id = 1 AND objectid = 2 AND type IN (0, 1, 2);"
-			"UPDATE obj SET is_dir = 1, has_sd = 0, create_sd = 2 WHERE dir_id = 1 AND objectid = 2;",
-			err);
+		st = rfs_index_build_item_lookup(c->ix, err);
+		if (!st)
+			st = rfs_index_exec(c->ix,
+				"INSERT INTO conflict(dir_id, objectid, offset, type, winner, loser, reason)"
+				" SELECT dir_id, objectid, offset, type, NULL, block,"
+				"  'the root''s stat data does not describe a directory'"
+				" FROM item WHERE dir_id = 1 AND objectid = 2 AND win = 1"
+				" AND type IN (0, 1, 2);"
+				"UPDATE item SET win = 0 WHERE dir_id = 1 AND objectid = 2"
+				" AND type IN (0, 1, 2);"
+				"UPDATE obj SET is_dir = 1, has_sd = 0, create_sd = 2"
+				" WHERE dir_id = 1 AND objectid = 2;", err);
+		c->root_items_aside = !st;
 		if (!st)
 			st = rfs_index_add_outcome(c->ix, 1, 2, "root-recreated",
 						   "its stat data did not describe a directory", err);

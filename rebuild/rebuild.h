@@ -7,7 +7,10 @@
  *   nested.c    nested filesystems: extent, holder file, libmagic -> bitmap
  *               `nested`, nested rows
  *   select.c    hash choice, leaf decisions (accepted/rejected + reason), item
- *               winners, double claims -> bitmap `accepted`
+ *               winners, double claims -> bitmap `accepted`; keyorder.c
+ *               says whether the accepted leaves are in key order
+ *               (key_ordered: nothing to rank, emit reads the leaves)
+ *   objects.c   the object table temp.obj (keyorder.c's walk or item_key)
  *   namespace.c names kept, entries removed, lost+found links, stat data to
  *               create -> dirent.keep, outcome rows
  *   emit.c      the new tree: items in key order into tree_build.c
@@ -94,6 +97,12 @@ struct rb_ctx {
 	uint32_t hash_votes[3];      /* r5, tea, rupasov */
 	uint32_t max_objectid;
 	uint32_t lf_objectid;        /* /lost+found, 0 when none is needed */
+	bool key_ordered;            /* the accepted leaves' items are in key order
+				      * as the leaves' first keys sort them
+				      * (keyorder.c): no item_key, no ranking */
+	bool root_items_aside;       /* namespace.c: the root's stat data and file
+				      * bodies lost (win = 0), a directory stat
+				      * data is created */
 
 	struct rb_counts n;
 	struct rfs_progress progress;

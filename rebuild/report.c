@@ -175,9 +175,9 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 		"name", rfs_hash_name(c->hash_code), "source", c->hash_source, "votes",
 		"r5", (json_int_t)c->hash_votes[0], "tea", (json_int_t)c->hash_votes[1],
 		"rupasov", (json_int_t)c->hash_votes[2]));
-	json_object_set_new(j, "leaves", json_pack("{s:I, s:I, s:o}",
+	json_object_set_new(j, "leaves", json_pack("{s:I, s:I, s:o, s:b}",
 		"accepted", (json_int_t)c->n.accepted, "rejected", (json_int_t)c->n.rejected,
-		"rejected_by_reason", reasons(c)));
+		"rejected_by_reason", reasons(c), "items_in_key_order", c->key_ordered));
 	json_object_set_new(j, "nested", nested_list(c, pq));
 	json_object_set_new(j, "conflicts", json_integer((json_int_t)c->n.conflicts));
 	json_object_set_new(j, "objects", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",

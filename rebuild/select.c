@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyorder.h"
 #include "rebuild.h"
 #include "rfs/hash.h"
 
@@ -382,13 +383,19 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		 " WHERE status = 'accepted' AND reachable = 0 AND EXISTS (SELECT 1 %s);", cond, cond);
 	if ((st = step_all(c, slot_sql, err)))
 		return st;
-	/* 7. item winners and conflicts */
-	if ((st = step_all(c,
-		/* every item of an accepted leaf wins (the scan stored them all
-		 * as winners), except where a key is in several leaves: only
-		 * those keys (found on the covering index item_key) are ranked */
-		"UPDATE item SET win = 0 WHERE block IN"
-		" (SELECT block FROM leaf WHERE status IS NOT 'accepted');"
+	/* 7. item winners and conflicts: every item of an accepted leaf wins
+	 * (the scan stored them all as winners), except where a key is in
+	 * several leaves.  Leaves whose key ranges do not overlap have no such
+	 * key (keyorder.c proves it on the items); else only the keys found
+	 * twice (on the covering index item_key) are ranked. */
+	if ((st = step_all(c, "UPDATE item SET win = 0 WHERE block IN"
+			      " (SELECT block FROM leaf WHERE status IS NOT 'accepted');", err)))
+		return st;
+	if ((st = rb_keyorder_probe(c, err)))
+		return st;
+	if (!c->key_ordered && (st = rfs_index_build_item_lookup(c->ix, err)))
+		return st;
+	if (!c->key_ordered && (st = step_all(c,
 		"DROP TABLE IF EXISTS temp.dupkey;"
 		"CREATE TEMP TABLE dupkey AS SELECT dir_id, objectid, offset, type FROM item"
 		" GROUP BY dir_id, objectid, offset, type HAVING count(*) > 1;"

@@ -86,6 +86,10 @@ rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err);
  * A query that runs without them is correct but scans the whole table. */
 rfs_status rfs_index_build_target_lookup(struct rfs_index *ix, struct rfs_error *err);
 rfs_status rfs_index_build_owner_lookup(struct rfs_index *ix, struct rfs_error *err);
+/* item_key, the items by key (rebuild/keyorder.c: needed only when the
+ * accepted leaves' key ranges overlap, or by a query for one object's items
+ * such as a created stat data's size).  Built once, then a no-op. */
+rfs_status rfs_index_build_item_lookup(struct rfs_index *ix, struct rfs_error *err);
 
 /* Rows of the scan (index/insert.c). */
 struct rfs_index_leaf {
