@@ -97,6 +97,36 @@ EOF
 	return 0
 }
 
+# free_byte_edit copy|in-place: in $W/d.img, the first leaf of $W/orig.img's
+# tree with free space gets its first free byte inverted: still a valid leaf
+# with the same items, another checksum.  copy: the edited leaf goes to an
+# all-zero block in the image's second half (a free block), the original
+# stays; in-place: the leaf itself is edited.
+free_byte_edit() {
+	python3 - "$1" "$W/orig.img" "$W/d.img" "$TOP/corpus/tools" <<'EOF'
+import os, struct, sys
+sys.path.insert(0, sys.argv[4])
+import damage, rcorpus
+fs = rcorpus.Fs(sys.argv[2])
+bs = fs.blocksize
+leaves, _ = damage.tree_nodes(fs)
+with open(sys.argv[3], "r+b") as f:
+    def block(b):
+        f.seek(b * bs)
+        return f.read(bs)
+    src = next(b for b in sorted(leaves) if struct.unpack_from("<H", block(b), 4)[0] > 0)
+    dst = src
+    if sys.argv[1] == "copy":
+        size = os.fstat(f.fileno()).st_size // bs
+        dst = next(b for b in range(size - 1, size // 2, -1) if block(b) == b"\0" * bs)
+    data = bytearray(block(src))
+    nr = struct.unpack_from("<H", data, 2)[0]
+    data[24 + 24 * nr] ^= 0xFF
+    f.seek(dst * bs)
+    f.write(data)
+EOF
+}
+
 for base in r36-features-r5 r35-features-r5 r36-hash-tea r36-hash-rupasov; do
 	xz -dc "$TOP/corpus/images/$base.img.xz" >"$W/orig.img"
 	for r in none zero-root zero-internal zero-bitmaps; do
@@ -114,27 +144,7 @@ same r36-nested.damaged "$W/d.img" || failed=$((failed + 1))
 # leaves that overlap: the fallback, taken by the default run itself
 xz -dc "$TOP/corpus/images/r36-features-r5.img.xz" >"$W/orig.img"
 python3 "$H" damage zero-internal 1 - "$W/orig.img" "$W/d.img" "$W/rec.json" >/dev/null
-python3 - "$W/orig.img" "$W/d.img" "$TOP/corpus/tools" <<'EOF'
-import os, struct, sys
-sys.path.insert(0, sys.argv[3])
-import damage, rcorpus
-fs = rcorpus.Fs(sys.argv[1])
-bs = fs.blocksize
-leaves, _ = damage.tree_nodes(fs)
-with open(sys.argv[2], "r+b") as f:
-    def block(b):
-        f.seek(b * bs)
-        return f.read(bs)
-    # a leaf with free space, and an all-zero block in the second half
-    src = next(b for b in sorted(leaves) if struct.unpack_from("<H", block(b), 4)[0] > 0)
-    size = os.fstat(f.fileno()).st_size // bs
-    dst = next(b for b in range(size - 1, size // 2, -1) if block(b) == b"\0" * bs)
-    data = bytearray(block(src))
-    nr = struct.unpack_from("<H", data, 2)[0]
-    data[24 + 24 * nr] ^= 0xFF   # the first free byte: still a valid leaf, another checksum
-    f.seek(dst * bs)
-    f.write(data)
-EOF
+free_byte_edit copy
 same "r36-features-r5/overlapping-leaves" "$W/d.img" --scan all || failed=$((failed + 1))
 python3 - "$W/rep-fast.json" <<'EOF' || failed=$((failed + 1))
 import json, sys
@@ -160,24 +170,7 @@ r = json.load(open(sys.argv[1]))
 if sys.argv[2] != "0" or r["leaves"]["items_in_key_order"] is not True:
     sys.exit("FAIL changed-leaf: the first dry run (exit %s) did not read the leaves in order" % sys.argv[2])
 EOF
-python3 - "$W/orig.img" "$W/d.img" "$TOP/corpus/tools" <<'EOF'
-import struct, sys
-sys.path.insert(0, sys.argv[3])
-import damage, rcorpus
-fs = rcorpus.Fs(sys.argv[1])
-bs = fs.blocksize
-leaves, _ = damage.tree_nodes(fs)
-with open(sys.argv[2], "r+b") as f:
-    for b in sorted(leaves):
-        f.seek(b * bs)
-        blk = bytearray(f.read(bs))
-        nr, free = struct.unpack_from("<HH", blk, 2)
-        if free > 0:
-            blk[24 + 24 * nr] ^= 0xFF   # the item heads and bodies stay as they were
-            f.seek(b * bs)
-            f.write(blk)
-            break
-EOF
+free_byte_edit in-place
 set +e
 "$RFSCK" rebuild --dry-run -q --json --index "$W/ix.db" "$W/d.img" >"$W/rep2.json" 2>"$W/err2"; rc2=$?
 set -e
