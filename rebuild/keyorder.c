@@ -47,20 +47,6 @@ static const char lorder_sql[] =
 	"INSERT INTO lorder(block, checksum) SELECT block, checksum FROM leaf"
 	" WHERE status = 'accepted' ORDER BY k_dir, k_obj, k_off, k_type, block;";
 
-/* (dir_id, objectid, offset, type): SQL's ORDER BY of those four columns,
- * which is the order every other cursor of emit.c uses. */
-struct ikey {
-	int64_t v[4];
-};
-
-static int ikey_cmp(const struct ikey *a, const struct ikey *b)
-{
-	for (int i = 0; i < 4; i++)
-		if (a->v[i] != b->v[i])
-			return a->v[i] < b->v[i] ? -1 : 1;
-	return 0;
-}
-
 rfs_status rb_keyorder_probe(struct rb_ctx *c, struct rfs_error *err)
 {
 	c->key_ordered = false;
@@ -86,18 +72,22 @@ rfs_status rb_keyorder_probe(struct rb_ctx *c, struct rfs_error *err)
 	if (!st)
 		st = rb_objects_begin(c, &w, err);
 	bool ordered = true, have_prev = false;
-	struct ikey prev = { { 0 } }, k;
+	/* rfs_key_cmp orders as SQL's ORDER BY dir_id, objectid, offset, type,
+	 * the order every cursor of emit.c uses */
+	struct rfs_key prev = { 0 }, k;
 	int rc = SQLITE_DONE;
 	while (!st && ordered && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		for (int i = 0; i < 4; i++)
-			k.v[i] = sqlite3_column_int64(q, i);
-		if (sqlite3_column_int64(q, 5) != 1 || (have_prev && ikey_cmp(&prev, &k) >= 0)) {
+		k = (struct rfs_key){ .dir_id = (uint32_t)sqlite3_column_int64(q, 0),
+				      .objectid = (uint32_t)sqlite3_column_int64(q, 1),
+				      .offset = (uint64_t)sqlite3_column_int64(q, 2),
+				      .type = (uint8_t)sqlite3_column_int64(q, 3) };
+		if (sqlite3_column_int64(q, 5) != 1 || (have_prev && rfs_key_cmp(&prev, &k) >= 0)) {
 			ordered = false;
 			break;
 		}
 		prev = k;
 		have_prev = true;
-		st = rb_objects_add(&w, (uint32_t)k.v[0], (uint32_t)k.v[1], (unsigned)k.v[3],
+		st = rb_objects_add(&w, k.dir_id, k.objectid, k.type,
 				    sqlite3_column_type(q, 4) == SQLITE_NULL ? -1 :
 				    sqlite3_column_int64(q, 4), err);
 	}
