@@ -260,7 +260,6 @@ rfs_status rfs_index_clear_decisions(struct rfs_index *ix, struct rfs_error *err
 		"UPDATE internal SET status = NULL;"
 		"UPDATE nested SET holder_dir_id = NULL, holder_objectid = NULL, excluded = 0,"
 		"  status = NULL, libmagic = NULL;"
-		"DROP TABLE IF EXISTS temp.obj;"
 		"DELETE FROM conflict; DELETE FROM outcome;", err);
 }
 

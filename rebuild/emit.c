@@ -12,12 +12,12 @@
  *           items they came from (a name that moved or was added joins the
  *           current item); so an untouched directory item is re-encoded byte
  *           for byte and its leaf can stay in place;
- *   sds     objects that get a created stat data.
- * Items and dirents are matched with their object (its type, in the obj
- * table) by a merge of each with its own cursor over obj in the same key
- * order, not by an SQL join: the join's lookup per row (3 M on bench-32g)
- * cost more than the rest of the query.  A row whose object obj lacks is
- * skipped, as the join skipped it.
+ *   sds     objects that get a created stat data (no OBJ_SD in the object
+ *           table c->objs).
+ * Items and dirents are matched with their object (its type, in the object
+ * table, objmap.h) by a merge of each with its own cursor over the table in
+ * the same key order, not by a lookup per row (3 M on bench-32g).  A row
+ * whose object the table lacks is skipped.
  * Bodies are read again from their leaves (re-validated, key checked; on the
  * key-order walk the leaf is checked against the scan's checksum instead: an
  * image that changed since the scan stops the run).  Indirect pointers are
@@ -61,8 +61,9 @@ struct item_row {
 struct emitter {
 	struct rb_ctx *c;
 	struct tree_builder *tb;
-	sqlite3_stmt *items, *ents, *sds;
-	bool have_item, have_ent, have_sd;
+	sqlite3_stmt *items, *ents;
+	size_t sd_at;                /* the object table's next object without OBJ_SD */
+	bool have_item, have_ent;
 	struct item_row it;          /* the current item, while have_item */
 	/* while c->key_ordered the items come from the accepted leaves
 	 * themselves, in lorder's order (keyorder.c), not from items */
@@ -73,8 +74,9 @@ struct emitter {
 	bool skip_root_items;        /* namespace.c set the root's items aside */
 	rfs_status walk_st;          /* why the cursor stopped early (walk_err) */
 	struct rfs_error walk_err;
-	/* the object of the current item / dirent row (merge with obj) */
-	struct obj_cursor { sqlite3_stmt *q; bool have; uint64_t key; bool is_dir; } item_obj, ent_obj;
+	/* the object of the current item / dirent row: a position in the
+	 * object table, moved forward only (a merge) */
+	size_t item_obj, ent_obj;
 	uint8_t *leaf;               /* cached source leaf */
 	uint64_t leaf_blk;
 	bool leaf_damaged;           /* it failed validation: items stand alone */
@@ -125,21 +127,30 @@ static bool step(sqlite3_stmt *s)
 	return sqlite3_step(s) == SQLITE_ROW;
 }
 
-static void obj_step(struct obj_cursor *o)
+/* Moves *at to the first object >= key; true when that object is key. */
+static bool obj_seek(const struct rb_objmap *m, size_t *at, uint64_t key)
 {
-	o->have = step(o->q);
-	if (o->have) {
-		o->key = KEY(col_u64(o->q, 0), col_u64(o->q, 1));
-		o->is_dir = sqlite3_column_int(o->q, 2) != 0;
-	}
+	while (*at < m->n && m->keys[*at] < key)
+		(*at)++;
+	return *at < m->n && m->keys[*at] == key;
 }
 
-/* Moves o to the first object >= key; true when that object is key. */
-static bool obj_seek(struct obj_cursor *o, uint64_t key)
+static bool obj_is_dir(const struct rb_objmap *m, size_t at)
 {
-	while (o->have && o->key < key)
-		obj_step(o);
-	return o->have && o->key == key;
+	return (m->flags[at] & OBJ_DIR) != 0;
+}
+
+/* The next object whose stat data emit creates, from *at on. */
+static size_t next_created_sd(const struct rb_objmap *m, size_t at)
+{
+	while (at < m->n && (m->flags[at] & OBJ_SD))
+		at++;
+	return at;
+}
+
+static uint64_t sd_key(const struct emitter *e)
+{
+	return e->sd_at < e->c->objs.n ? e->c->objs.keys[e->sd_at] : UINT64_MAX;
 }
 
 /* The next leaf of the walk; false at the end or on an error (walk_st).  The
@@ -214,10 +225,10 @@ static bool next_item(struct emitter *e)
 {
 	while (next_row(e)) {
 		unsigned type = e->it.type;
-		if (!obj_seek(&e->item_obj, KEY(e->it.d, e->it.o)))
+		if (!obj_seek(&e->c->objs, &e->item_obj, KEY(e->it.d, e->it.o)))
 			continue;
-		if (type == RFS_TYPE_STAT ||
-		    (!e->item_obj.is_dir && (type == RFS_TYPE_INDIRECT || type == RFS_TYPE_DIRECT)))
+		if (type == RFS_TYPE_STAT || (!obj_is_dir(&e->c->objs, e->item_obj) &&
+					      (type == RFS_TYPE_INDIRECT || type == RFS_TYPE_DIRECT)))
 			return true;
 	}
 	return false;
@@ -227,7 +238,8 @@ static bool next_item(struct emitter *e)
 static bool next_ent(struct emitter *e)
 {
 	while (step(e->ents))
-		if (obj_seek(&e->ent_obj, cur_key(e->ents, true)) && e->ent_obj.is_dir)
+		if (obj_seek(&e->c->objs, &e->ent_obj, cur_key(e->ents, true)) &&
+		    obj_is_dir(&e->c->objs, e->ent_obj))
 			return true;
 	return false;
 }
@@ -364,7 +376,7 @@ static rfs_status emit_source_sd(struct emitter *e, struct rfs_error *err)
 	const uint8_t *body = e->leaf + ih.location;
 	struct rfs_stat sd;
 	if (rfs_stat_decode(body, ih.len, &sd) == RFS_OK) {
-		bool dir = e->item_obj.is_dir;
+		bool dir = obj_is_dir(&e->c->objs, e->item_obj);
 		if (dir != ((sd.mode & 0170000) == 0040000) && ih.len <= e->c->bs) {
 			/* the namespace pass judged the type by the items: the
 			 * mode flipped (permission bits kept) */
@@ -689,10 +701,10 @@ static rfs_status emit_object(struct emitter *e, uint64_t k, struct rfs_error *e
 		e->have_item = next_item(e);
 		have_sd = true;
 	}
-	if (!st && e->have_sd && cur_key(e->sds, true) == k) {
+	if (!st && sd_key(e) == k) {
 		if (!have_sd)
-			st = emit_created_sd(e, d, o, col_u64(e->sds, 2) == 2, err);
-		e->have_sd = step(e->sds);
+			st = emit_created_sd(e, d, o, obj_is_dir(&e->c->objs, e->sd_at), err);
+		e->sd_at = next_created_sd(&e->c->objs, e->sd_at + 1);
 	}
 	while (!st && e->have_ent && cur_key(e->ents, true) == k) {
 		st = emit_dirent(e, err);
@@ -736,8 +748,8 @@ static rfs_status load_reserved(struct emitter *e, struct rfs_error *err)
 	return RFS_OK;
 }
 
-/* Both orders must be obj_sql's (dir_id, objectid) first: next_item and
- * next_ent merge them with it.  While c->key_ordered the items come from the
+/* Both orders must be the object table's, (dir_id, objectid) first:
+ * next_item and next_ent merge them with it.  While c->key_ordered the items come from the
  * leaves of rb_keyorder_leaves_sql instead (next_row): the same rows in the
  * same order, without item_key and without a row per item (keyorder.c). */
 static const char items_sql[] =
@@ -746,10 +758,6 @@ static const char items_sql[] =
 static const char ents_sql[] =
 	"SELECT dir_id, objectid, off, t_dir_id, t_objectid, name, state, fmt, slot, block, pos"
 	" FROM dirent WHERE keep = 1 ORDER BY dir_id, objectid, off";
-static const char obj_sql[] =
-	"SELECT dir_id, objectid, is_dir FROM obj ORDER BY dir_id, objectid";
-static const char sds_sql[] =
-	"SELECT dir_id, objectid, create_sd FROM obj WHERE create_sd <> 0 ORDER BY dir_id, objectid";
 
 /* The time created stat data carry: now, or SOURCE_DATE_EPOCH when set (the
  * reproducible-builds convention), so that two runs can be compared byte
@@ -790,10 +798,9 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	if (!st)
 		st = rfs_bitmap_status(&e.old_internal, "old internal nodes", err);
 	/* a created stat data asks item_key for its object's size (emit_created_sd) */
-	uint64_t creates = 0;
-	if (!st)
-		st = rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM obj WHERE create_sd = 1)",
-					 &creates, 1, err);
+	bool creates = false;
+	for (size_t i = 0; i < c->objs.n && !creates; i++)
+		creates = (c->objs.flags[i] & (OBJ_SD | OBJ_DIR)) == 0;
 	if (!st && creates)
 		st = rfs_index_build_item_lookup(c->ix, err);
 	if (!st && c->key_ordered)
@@ -802,12 +809,6 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_index_prepare(c->ix, items_sql, &e.items, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix, ents_sql, &e.ents, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix, sds_sql, &e.sds, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix, obj_sql, &e.item_obj.q, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix, obj_sql, &e.ent_obj.q, err);
 	struct tb_options to = { .dev = c->dev, .bs = c->bs, .alloc = alloc_block, .placed = placed,
 				 .keep_stale_free_space = true,
 				 .ctx = &e };
@@ -816,16 +817,14 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	if (!st)
 		st = rfs_index_begin(c->ix, err);
 	if (!st) {
-		obj_step(&e.item_obj);
-		obj_step(&e.ent_obj);
 		e.have_item = next_item(&e);
 		e.have_ent = next_ent(&e);
-		e.have_sd = step(e.sds);
+		e.sd_at = next_created_sd(&c->objs, 0);
 		uint64_t done = 0;
 		rfs_progress_phase(&c->progress, "build", "objects", 0);
-		while (!st && !e.walk_st && (e.have_item || e.have_ent || e.have_sd)) {
+		while (!st && !e.walk_st && (e.have_item || e.have_ent || e.sd_at < c->objs.n)) {
 			uint64_t k = item_key(&e), k2 = cur_key(e.ents, e.have_ent);
-			uint64_t k3 = cur_key(e.sds, e.have_sd);
+			uint64_t k3 = sd_key(&e);
 			if (k2 < k)
 				k = k2;
 			if (k3 < k)
@@ -851,9 +850,6 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 	sqlite3_finalize(e.items);
 	sqlite3_finalize(e.walk_q);
 	sqlite3_finalize(e.ents);
-	sqlite3_finalize(e.sds);
-	sqlite3_finalize(e.item_obj.q);
-	sqlite3_finalize(e.ent_obj.q);
 	rfs_bitmap_free(&e.reserved);
 	rfs_bitmap_free(&e.old_internal);
 	free(e.leaf);

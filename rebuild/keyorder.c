@@ -15,7 +15,7 @@
  * It is not tried when an accepted leaf was only partly valid (its items
  * stand alone, some left out).  When it holds (c->key_ordered):
  *   - no key is in two accepted leaves, so select.c has no winners to rank;
- *   - the object table is complete;
+ *   - the object table (c->objs) is complete;
  *   - emit.c walks the leaves of rb_keyorder_leaves_sql and takes the items
  *     from the blocks, which it reads anyway, checked against the scan's
  *     checksum: no row per item, no second validation.
@@ -59,9 +59,8 @@ rfs_status rb_keyorder_probe(struct rb_ctx *c, struct rfs_error *err)
 	if (st || partly)
 		return st;
 	sqlite3_stmt *q = NULL;
-	struct rb_objects w = { .ins = NULL };
-	/* one transaction: a million rows of obj, each its own commit, took
-	 * seconds */
+	struct rb_objects w;
+	rb_objects_begin(c, &w);
 	if ((st = rfs_index_begin(c->ix, err)))
 		return st;
 	st = rfs_index_exec(c->ix, lorder_sql, err);
@@ -69,8 +68,6 @@ rfs_status rb_keyorder_probe(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_index_prepare(c->ix,
 			"SELECT i.dir_id, i.objectid, i.offset, i.type, i.sd_mode, i.win FROM lorder o"
 			" CROSS JOIN item i ON i.block = o.block ORDER BY o.seq, i.pos", &q, err);
-	if (!st)
-		st = rb_objects_begin(c, &w, err);
 	bool ordered = true, have_prev = false;
 	/* rfs_key_cmp orders as SQL's ORDER BY dir_id, objectid, offset, type,
 	 * the order every cursor of emit.c uses */
@@ -108,7 +105,6 @@ rfs_status rb_keyorder_probe(struct rb_ctx *c, struct rfs_error *err)
 		rfs_index_rollback(c->ix);
 		return st;
 	}
-	/* out of order: lorder and the partial obj go; the general path
-	 * builds obj again */
+	/* out of order: the general path builds the object table again */
 	return rfs_index_commit(c->ix, err);
 }

@@ -13,8 +13,11 @@
  *   - objects no name reaches: a directory is linked by its topmost lost
  *     ancestor (climbing ".." while the parent really names it), then files,
  *     as /lost+found/<dir_id>_<objectid>; /lost+found is created if needed.
- * All of it is rows: dirent.keep/why, synthesized dirent rows (block NULL),
- * the temp table obj (create_sd), and outcome rows for the report.
+ * The names are rows: dirent.keep/why, synthesized dirent rows (block NULL),
+ * and outcome rows for the report.  The objects are the object table c->objs
+ * (objmap.h): the walk marks what it reaches there, settles the directory
+ * modes, adds the root and /lost+found when they must be created; an object
+ * without OBJ_SD gets a stat data created by emit.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -24,7 +27,6 @@
 #include "objects.h"
 #include "rebuild.h"
 #include "rfs/hash.h"
-#include "rfs/u64set.h"
 
 #define KEY(d, o) (((uint64_t)(d) << 32) | (uint32_t)(o))
 #define KD(k) ((uint32_t)((k) >> 32))
@@ -34,10 +36,11 @@ enum { S_IFMT_ = 0170000, S_IFDIR_ = 0040000, CLIMB_MAX = 4096 };
 
 struct ns {
 	struct rb_ctx *c;
-	struct u64set reached;
+	struct rb_objmap *objs;      /* c->objs; OBJ_REACHED marks what a name reached */
+	uint64_t reached;            /* objects with OBJ_REACHED */
 	uint64_t *queue;             /* pairs: dir, parent */
 	size_t qhead, qtail, qcap;
-	sqlite3_stmt *entries, *obj, *drop, *retarget, *add, *offtaken, *nametaken, *mark_sd;
+	sqlite3_stmt *entries, *drop, *retarget, *add, *offtaken, *nametaken, *mark_sd;
 	unsigned fmt_default;
 	uint64_t lf;                 /* lost+found key, 0 until known */
 };
@@ -47,23 +50,28 @@ struct entry {
 	uint32_t off, t_dir_id, t_objectid;
 };
 
-struct objinfo {
-	bool exists, is_dir, has_sd;
-};
-
-static rfs_status lookup(struct ns *s, uint64_t k, struct objinfo *o, struct rfs_error *err)
+/* Marks object k reached; *was tells whether it already was.  k must be an
+ * object: every key the walk marks comes from the object table or was just
+ * added to it. */
+static rfs_status mark_reached(struct ns *s, uint64_t k, bool *was, struct rfs_error *err)
 {
-	memset(o, 0, sizeof(*o));
-	sqlite3_bind_int64(s->obj, 1, KD(k));
-	sqlite3_bind_int64(s->obj, 2, KO(k));
-	int rc = sqlite3_step(s->obj);
-	if (rc == SQLITE_ROW) {
-		o->exists = true;
-		o->is_dir = sqlite3_column_int(s->obj, 0) != 0;
-		o->has_sd = sqlite3_column_int(s->obj, 1) != 0;
+	size_t i = rb_objmap_find(s->objs, k);
+	if (i == RB_OBJMAP_NONE)
+		return rfs_error_set(err, RFS_ERR_INVALID, RFS_NO_BLOCK,
+				     "namespace: object %u %u is missing from the object map",
+				     KD(k), KO(k));
+	*was = (s->objs->flags[i] & OBJ_REACHED) != 0;
+	if (!*was) {
+		s->objs->flags[i] |= OBJ_REACHED;
+		s->reached++;
 	}
-	sqlite3_reset(s->obj);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? RFS_OK : rfs_index_fail(s->c->ix, "obj", err);
+	return RFS_OK;
+}
+
+static bool is_reached(const struct ns *s, uint64_t k)
+{
+	size_t i = rb_objmap_find(s->objs, k);
+	return i != RB_OBJMAP_NONE && (s->objs->flags[i] & OBJ_REACHED);
 }
 
 static rfs_status run1(struct ns *s, sqlite3_stmt *st, const char *what, struct rfs_error *err)
@@ -206,23 +214,21 @@ static rfs_status visit_dir(struct ns *s, uint64_t dir, uint64_t parent, struct 
 				st = retarget(s, e[i].rowid, parent, err);
 			continue;
 		}
-		struct objinfo o;
-		if ((st = lookup(s, t, &o, err)))
-			break;
-		if (!o.exists) {
+		size_t at = rb_objmap_find(s->objs, t);
+		if (at == RB_OBJMAP_NONE) {
 			st = drop_entry(s, e[i].rowid, "points-nowhere", err);
 			continue;
 		}
-		bool added;
-		if (o.is_dir) {
-			if (u64set_has(&s->reached, t)) {
-				st = drop_entry(s, e[i].rowid, "second-name-of-directory", err);
-				continue;
-			}
-			if (!(st = u64set_add(&s->reached, t, &added)))
+		uint8_t *f = &s->objs->flags[at];
+		if ((*f & OBJ_DIR) && (*f & OBJ_REACHED)) {
+			st = drop_entry(s, e[i].rowid, "second-name-of-directory", err);
+			continue;
+		}
+		if (!(*f & OBJ_REACHED)) {
+			*f |= OBJ_REACHED;
+			s->reached++;
+			if (*f & OBJ_DIR)
 				st = enqueue(s, t, dir, err);
-		} else {
-			st = u64set_add(&s->reached, t, &added);
 		}
 	}
 	free(e);
@@ -244,13 +250,16 @@ static rfs_status walk(struct ns *s, struct rfs_error *err)
 	return st;
 }
 
+/* A new object without a stat data (emit creates it). */
 static rfs_status add_object(struct ns *s, uint64_t k, bool is_dir, struct rfs_error *err)
 {
-	char sql[256];
-	snprintf(sql, sizeof(sql),
-		 "INSERT OR IGNORE INTO obj(dir_id, objectid, is_dir, has_sd, create_sd)"
-		 " VALUES (%u, %u, %d, 0, %d)", KD(k), KO(k), is_dir, is_dir ? 2 : 1);
-	return rfs_index_exec(s->c->ix, sql, err);
+	return rb_objmap_insert(s->objs, k, is_dir ? OBJ_DIR : 0, err);
+}
+
+static bool is_dir_object(const struct ns *s, uint64_t k)
+{
+	size_t i = rb_objmap_find(s->objs, k);
+	return i != RB_OBJMAP_NONE && (s->objs->flags[i] & OBJ_DIR);
 }
 
 static uint32_t name_offset(struct ns *s, const char *name)
@@ -271,31 +280,33 @@ static rfs_status lost_found(struct ns *s, struct rfs_error *err)
 		uint32_t oid = ++s->c->max_objectid;
 		s->lf = KEY(2, oid);
 		s->c->lf_objectid = oid;
-		bool added;
+		bool was;
 		if ((st = add_object(s, s->lf, true, err)) ||
-		    (st = u64set_add(&s->reached, s->lf, &added)) ||
+		    (st = mark_reached(s, s->lf, &was, err)) ||
 		    (st = add_entry(s, s->lf, ".", 1, s->lf, err)) ||
 		    (st = add_entry(s, s->lf, "..", 2, root, err)))
 			return st;
 		return RFS_OK;
 	}
 	st = rfs_index_prepare(s->c->ix,
-		"SELECT d.t_dir_id, d.t_objectid FROM dirent d JOIN obj o ON o.dir_id = d.t_dir_id"
-		" AND o.objectid = d.t_objectid WHERE d.dir_id = 1 AND d.objectid = 2 AND d.keep = 1"
-		" AND d.name = CAST('lost+found' AS BLOB) AND o.is_dir = 1", &q, err);
+		"SELECT t_dir_id, t_objectid FROM dirent WHERE dir_id = 1 AND objectid = 2"
+		" AND keep = 1 AND name = CAST('lost+found' AS BLOB) ORDER BY off", &q, err);
 	if (st)
 		return st;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		s->lf = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+	while (!s->lf && sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t t = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+		if (is_dir_object(s, t))
+			s->lf = t;
+	}
 	sqlite3_finalize(q);
 	if (s->lf)
 		return RFS_OK;
 	uint32_t oid = ++s->c->max_objectid;
 	s->lf = KEY(2, oid);   /* the root's objectid is the packing locality of its children */
 	s->c->lf_objectid = oid;
-	bool added;
+	bool was;
 	if ((st = add_object(s, s->lf, true, err)) ||
-	    (st = u64set_add(&s->reached, s->lf, &added)) ||
+	    (st = mark_reached(s, s->lf, &was, err)) ||
 	    (st = add_entry(s, root, "lost+found", name_offset(s, "lost+found"), s->lf, err)) ||
 	    (st = add_entry(s, s->lf, ".", 1, s->lf, err)) ||
 	    (st = add_entry(s, s->lf, "..", 2, root, err)))
@@ -319,8 +330,8 @@ static rfs_status link_lost(struct ns *s, uint64_t k, bool is_dir, struct rfs_er
 		strcat(name, "_lost");
 	if ((st = add_entry(s, s->lf, name, name_offset(s, name), k, err)))
 		return st;
-	bool added;
-	if ((st = u64set_add(&s->reached, k, &added)))
+	bool was;
+	if ((st = mark_reached(s, k, &was, err)))
 		return st;
 	s->c->n.lost_found++;
 	if ((st = rfs_index_add_outcome(s->c->ix, KD(k), KO(k), "lost+found", name, err)))
@@ -341,34 +352,32 @@ static uint64_t lost_parent(struct ns *s, uint64_t dir)
 	if (rfs_index_prepare(s->c->ix,
 		"SELECT p.dir_id, p.objectid FROM dirent dd JOIN dirent p ON p.dir_id = dd.t_dir_id"
 		" AND p.objectid = dd.t_objectid AND p.t_dir_id = dd.dir_id AND p.t_objectid = dd.objectid"
-		" AND p.keep = 1 AND p.off > 2 JOIN obj o ON o.dir_id = p.dir_id AND o.objectid = p.objectid"
-		" AND o.is_dir = 1 WHERE dd.dir_id = ? AND dd.objectid = ? AND dd.off = 2 AND dd.keep = 1"
-		" LIMIT 1", &q, &e))
+		" AND p.keep = 1 AND p.off > 2 WHERE dd.dir_id = ? AND dd.objectid = ? AND dd.off = 2"
+		" AND dd.keep = 1 ORDER BY dd.rowid, p.off", &q, &e))
 		return 0;
 	sqlite3_bind_int64(q, 1, KD(dir));
 	sqlite3_bind_int64(q, 2, KO(dir));
 	uint64_t p = 0;
-	if (sqlite3_step(q) == SQLITE_ROW)
-		p = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+	while (!p && sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t k = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+		if (is_dir_object(s, k))
+			p = k;
+	}
 	sqlite3_finalize(q);
 	return p;
 }
 
 static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *err)
 {
-	sqlite3_stmt *q;
-	rfs_status st = rfs_index_prepare(s->c->ix,
-		"SELECT dir_id, objectid FROM obj WHERE is_dir = ? ORDER BY dir_id, objectid", &q, err);
-	if (st)
-		return st;
-	sqlite3_bind_int(q, 1, dirs);
-	/* collect first: linking adds rows to obj and dirent */
+	/* collect first: linking adds rows to obj (and the map) and dirent */
+	const struct rb_objmap *m = s->objs;
+	rfs_status st = RFS_OK;
 	uint64_t *v = NULL;
 	size_t n = 0, cap = 0;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		uint64_t k = KEY(sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
-		if (u64set_has(&s->reached, k))
+	for (size_t j = 0; j < m->n; j++) {
+		if ((m->flags[j] & OBJ_REACHED) || !(m->flags[j] & OBJ_DIR) != !dirs)
 			continue;
+		uint64_t k = m->keys[j];
 		if (n == cap) {
 			size_t nc = cap ? 2 * cap : 256;
 			uint64_t *w = realloc(v, nc * sizeof(*v));
@@ -381,16 +390,15 @@ static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *er
 		}
 		v[n++] = k;
 	}
-	sqlite3_finalize(q);
 	for (size_t i = 0; !st && i < n; i++) {
 		uint64_t k = v[i];
-		if (u64set_has(&s->reached, k))
+		if (is_reached(s, k))
 			continue;
 		if (dirs) {
 			/* climb to the topmost lost ancestor that names this one */
 			for (int steps = 0; steps < CLIMB_MAX; steps++) {
 				uint64_t p = lost_parent(s, k);
-				if (!p || p == v[i] || u64set_has(&s->reached, p))
+				if (!p || p == v[i] || is_reached(s, p))
 					break;
 				k = p;
 			}
@@ -404,99 +412,122 @@ static rfs_status relink_unreached(struct ns *s, bool dirs, struct rfs_error *er
 /* A directory mode over file bodies only stays a directory when some name
  * ".." points at it (its children still know it as their parent); else the
  * mode flipped.  Rare, so the names-by-target index is built only for it. */
-static const char dotdot_sql[] =
-	"UPDATE obj SET is_dir = EXISTS (SELECT 1 FROM dirent x WHERE x.t_dir_id = obj.dir_id"
-	" AND x.t_objectid = obj.objectid AND x.name = CAST('..' AS BLOB)) WHERE is_dir = 2;";
-
 static rfs_status resolve_dir_modes(struct rb_ctx *c, struct rfs_error *err)
 {
-	uint64_t any = 0;
-	rfs_status st = rfs_index_query_u64(c->ix, "SELECT EXISTS (SELECT 1 FROM obj WHERE is_dir = 2)",
-					    &any, 1, err);
-	if (!st && any)
-		st = rfs_index_build_target_lookup(c->ix, err);
-	if (!st && any)
-		st = rfs_index_exec(c->ix, dotdot_sql, err);
+	struct rb_objmap *m = &c->objs;
+	sqlite3_stmt *q = NULL;
+	rfs_status st = RFS_OK;
+	for (size_t i = 0; !st && i < m->n; i++) {
+		if (!(m->flags[i] & OBJ_DIR_UNSURE))
+			continue;
+		if (!q && ((st = rfs_index_build_target_lookup(c->ix, err)) ||
+			   (st = rfs_index_prepare(c->ix,
+				"SELECT EXISTS (SELECT 1 FROM dirent WHERE t_dir_id = ? AND t_objectid = ?"
+				" AND name = CAST('..' AS BLOB))", &q, err))))
+			break;
+		sqlite3_bind_int64(q, 1, KD(m->keys[i]));
+		sqlite3_bind_int64(q, 2, KO(m->keys[i]));
+		if (sqlite3_step(q) != SQLITE_ROW) {
+			st = rfs_index_fail(c->ix, "namespace: names of a directory", err);
+			break;
+		}
+		bool named = sqlite3_column_int(q, 0) != 0;
+		sqlite3_reset(q);
+		m->flags[i] &= (uint8_t)~OBJ_DIR_UNSURE;
+		if (!named)
+			m->flags[i] &= (uint8_t)~OBJ_DIR;
+	}
+	sqlite3_finalize(q);
 	return st;
 }
 
+/* Whether the body item at (b, pos) holds directory o's own "." entry. */
+static bool body_holds_dot(struct rb_ctx *c, uint8_t *blk, uint64_t b, uint32_t pos, uint32_t o)
+{
+	struct rfs_error re;
+	rfs_error_clear(&re);
+	if (rfs_dev_read_block(c->dev, b, blk, &re))
+		return false;   /* unreadable now: the items' verdict stands */
+	struct rfs_block_head bh;
+	rfs_block_head_decode(blk, &bh);
+	if (pos >= bh.nr_items || pos >= rfs_leaf_max_items(c->bs))
+		return false;
+	struct rfs_item_head ih;
+	rfs_leaf_item_head(blk, (int)pos, &ih);
+	if (ih.location < RFS_BLKH_SIZE || (uint32_t)ih.location + ih.len > c->bs)
+		return false;
+	return rfs_body_holds_dot(blk + ih.location, ih.len, ih.free_or_count, o);
+}
+
 /* A directory mode whose only items are file bodies reads as a flipped mode
- * (obj_sql), unless the body at offset 1 holds the directory's own "." entry:
- * then an item's type flipped instead and the object stays a directory (its
- * names are lost with that item; check reports ITEM_TYPE_MISMATCH). */
+ * (objects.c), unless the body at offset 1 holds the directory's own "."
+ * entry: then an item's type flipped instead and the object stays a
+ * directory (its names are lost with that item; check reports
+ * ITEM_TYPE_MISMATCH). */
 static rfs_status keep_dirs_with_dot(struct rb_ctx *c, struct rfs_error *err)
 {
-	sqlite3_stmt *q = NULL, *u = NULL;
-	uint64_t any = 0;
-	rfs_status st = rfs_index_query_u64(c->ix,
-		"SELECT EXISTS (SELECT 1 FROM obj WHERE sd_dir = 1 AND is_dir = 0)", &any, 1, err);
-	if (st || !any)
-		return st;
-	if ((st = rfs_index_build_item_lookup(c->ix, err)))
-		return st;
-	st = rfs_index_prepare(c->ix,
-		/* obj first (CROSS JOIN keeps the order): the few objects the
-		 * probe is for, then their items through item_key */
-		"SELECT i.dir_id, i.objectid, i.block, i.pos FROM obj o CROSS JOIN item i"
-		" ON o.dir_id = i.dir_id AND o.objectid = i.objectid"
-		" WHERE o.sd_dir = 1 AND o.is_dir = 0 AND i.win = 1 AND i.type IN (1, 2)"
-		" AND i.offset = 1 AND i.block IS NOT NULL", &q, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix,
-			"UPDATE obj SET is_dir = 1 WHERE dir_id = ? AND objectid = ?", &u, err);
-	uint8_t *blk = st ? NULL : malloc(c->bs);
-	if (!st && !blk)
-		st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "namespace block buffer");
-	int rc;
-	while (!st && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		uint32_t d = (uint32_t)sqlite3_column_int64(q, 0);
-		uint32_t o = (uint32_t)sqlite3_column_int64(q, 1);
-		uint64_t b = (uint64_t)sqlite3_column_int64(q, 2);
-		uint32_t pos = (uint32_t)sqlite3_column_int64(q, 3);
-		struct rfs_error re;
-		rfs_error_clear(&re);
-		if (rfs_dev_read_block(c->dev, b, blk, &re))
-			continue;   /* unreadable now: the items' verdict stands */
-		struct rfs_block_head bh;
-		rfs_block_head_decode(blk, &bh);
-		if (pos >= bh.nr_items || pos >= rfs_leaf_max_items(c->bs))
+	struct rb_objmap *m = &c->objs;
+	sqlite3_stmt *q = NULL;
+	uint8_t *blk = NULL;
+	rfs_status st = RFS_OK;
+	for (size_t i = 0; !st && i < m->n; i++) {
+		if ((m->flags[i] & (OBJ_SD_DIR | OBJ_DIR)) != OBJ_SD_DIR)
 			continue;
-		struct rfs_item_head ih;
-		rfs_leaf_item_head(blk, (int)pos, &ih);
-		if (ih.location < RFS_BLKH_SIZE || (uint32_t)ih.location + ih.len > c->bs)
-			continue;
-		if (!rfs_body_holds_dot(blk + ih.location, ih.len, ih.free_or_count, o))
-			continue;
-		sqlite3_bind_int64(u, 1, d);
-		sqlite3_bind_int64(u, 2, o);
-		if (sqlite3_step(u) != SQLITE_DONE)
-			st = rfs_index_fail(c->ix, "namespace: object type", err);
-		sqlite3_reset(u);
+		if (!q) {
+			if ((st = rfs_index_build_item_lookup(c->ix, err)) ||
+			    (st = rfs_index_prepare(c->ix,
+				"SELECT block, pos FROM item WHERE dir_id = ? AND objectid = ? AND win = 1"
+				" AND type IN (1, 2) AND offset = 1 AND block IS NOT NULL", &q, err)))
+				break;
+			if (!(blk = malloc(c->bs))) {
+				st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK,
+						   "namespace block buffer");
+				break;
+			}
+		}
+		uint32_t o = KO(m->keys[i]);
+		sqlite3_bind_int64(q, 1, KD(m->keys[i]));
+		sqlite3_bind_int64(q, 2, o);
+		int rc;
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+			if (body_holds_dot(c, blk, (uint64_t)sqlite3_column_int64(q, 0),
+					   (uint32_t)sqlite3_column_int64(q, 1), o))
+				m->flags[i] |= OBJ_DIR;
+		sqlite3_reset(q);
+		if (rc != SQLITE_DONE)
+			st = rfs_index_fail(c->ix, "namespace: object types", err);
 	}
-	if (!st && rc != SQLITE_DONE)
-		st = rfs_index_fail(c->ix, "namespace: object types", err);
 	free(blk);
 	sqlite3_finalize(q);
-	sqlite3_finalize(u);
+	return st;
+}
+
+/* The report's line for every stat data emit will create. */
+static rfs_status note_created_sds(struct rb_ctx *c, struct rfs_error *err)
+{
+	const struct rb_objmap *m = &c->objs;
+	rfs_status st = RFS_OK;
+	for (size_t i = 0; !st && i < m->n; i++)
+		if (!(m->flags[i] & OBJ_SD))
+			st = rfs_index_add_outcome(c->ix, KD(m->keys[i]), KO(m->keys[i]), "sd-created",
+						   m->flags[i] & OBJ_DIR ? "directory" : "file", err);
 	return st;
 }
 
 static void ns_free(struct ns *s)
 {
 	sqlite3_finalize(s->entries);
-	sqlite3_finalize(s->obj);
 	sqlite3_finalize(s->drop);
 	sqlite3_finalize(s->retarget);
 	sqlite3_finalize(s->add);
 	sqlite3_finalize(s->offtaken);
 	sqlite3_finalize(s->nametaken);
-	u64set_free(&s->reached);
 	free(s->queue);
 }
 
 rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 {
-	struct ns s = { .c = c, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
+	struct ns s = { .c = c, .objs = &c->objs, .fmt_default = c->fs->sb.format == RFS_FORMAT_36 ? 1 : 0 };
 	c->root_items_aside = false;
 	/* the object table (objects.c); keyorder.c built it already when the
 	 * accepted leaves are in key order */
@@ -509,9 +540,6 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_index_prepare(c->ix,
 			"SELECT rowid, off, t_dir_id, t_objectid FROM dirent WHERE dir_id = ?"
 			" AND objectid = ? AND keep = 1 ORDER BY off", &s.entries, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix,
-			"SELECT is_dir, has_sd FROM obj WHERE dir_id = ? AND objectid = ?", &s.obj, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix, "UPDATE dirent SET keep = 0, why = ? WHERE rowid = ?",
 				       &s.drop, err);
@@ -539,10 +567,9 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 		return st;
 	}
 	const uint64_t root = KEY(1, 2);
-	struct objinfo ro;
-	bool added;
-	st = lookup(&s, root, &ro, err);
-	if (!st && ro.exists && !ro.is_dir) {
+	size_t ri = rb_objmap_find(s.objs, root);
+	bool was;
+	if (ri != RB_OBJMAP_NONE && !(s.objs->flags[ri] & OBJ_DIR)) {
 		/* The root must be a directory: a stat data saying otherwise (and
 		 * any file body under the root's key) is set aside and a directory
 		 * stat data is created; names found under the root stay. */
@@ -555,36 +582,33 @@ rfs_status rb_namespace(struct rb_ctx *c, struct rfs_error *err)
 				" FROM item WHERE dir_id = 1 AND objectid = 2 AND win = 1"
 				" AND type IN (0, 1, 2);"
 				"UPDATE item SET win = 0 WHERE dir_id = 1 AND objectid = 2"
-				" AND type IN (0, 1, 2);"
-				"UPDATE obj SET is_dir = 1, has_sd = 0, create_sd = 2"
-				" WHERE dir_id = 1 AND objectid = 2;", err);
+				" AND type IN (0, 1, 2);", err);
 		c->root_items_aside = !st;
+		if (!st)
+			s.objs->flags[ri] = OBJ_DIR;   /* no stat data: emit creates one */
 		if (!st)
 			st = rfs_index_add_outcome(c->ix, 1, 2, "root-recreated",
 						   "its stat data did not describe a directory", err);
 	}
-	if (!st && !ro.exists) {
+	if (!st && ri == RB_OBJMAP_NONE) {
 		st = add_object(&s, root, true, err);
 		if (!st)
 			st = rfs_index_add_outcome(c->ix, 1, 2, "root-created", NULL, err);
 	}
 	if (!st)
-		st = u64set_add(&s.reached, root, &added);
+		st = mark_reached(&s, root, &was, err);
 	if (!st)
 		st = enqueue(&s, root, KEY(0, 1), err);
 	if (!st)
 		st = walk(&s, err);
 	if (!st)
-		c->n.by_name = s.reached.count + (s.reached.has_zero ? 1 : 0);
+		c->n.by_name = s.reached;
 	if (!st)
 		st = relink_unreached(&s, true, err);
 	if (!st)
 		st = relink_unreached(&s, false, err);
 	if (!st)
-		st = rfs_index_exec(c->ix,
-			"INSERT INTO outcome(dir_id, objectid, what, detail)"
-			" SELECT dir_id, objectid, 'sd-created', CASE create_sd WHEN 2 THEN 'directory'"
-			" ELSE 'file' END FROM obj WHERE create_sd <> 0;", err);
+		st = note_created_sds(c, err);
 	if (!st)
 		st = rfs_index_commit(c->ix, err);
 	else

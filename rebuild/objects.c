@@ -1,20 +1,18 @@
 /*
- * objects.c - the object table (temp.obj) that namespace.c and emit.c read:
- * one row per (dir_id, objectid) with a winning item, built from a stream of
- * those items in key order, one group per object.
+ * objects.c - rebuild's object table (objmap.h, c->objs): one entry per
+ * (dir_id, objectid) with a winning item, built from a stream of those items
+ * in key order, one group per object.
  *
- * Columns (the rules namespace.c relies on):
- *   has_sd     a stat data item won;
- *   sd_dir     the stat data's mode says directory (NULL without a stat data
- *              or with one that did not decode);
- *   is_dir     the stat data's type, unless every other item says the other
- *              one (a flipped mode: check's MODE_WRONG, emit rewrites it):
- *                - directory mode, file bodies and no directory item: 2, a
- *                  directory only if some ".." names it (namespace.c decides);
- *                - file mode, directory items and no file body: 1;
- *                - no stat data: 1 when there is a directory item;
- *   create_sd  0, or 1 (file) / 2 (directory) when emit must create the stat
- *              data.
+ * The rules behind the flags (namespace.c relies on them):
+ *   OBJ_SD       a stat data item won;
+ *   OBJ_SD_DIR   the stat data's mode says directory;
+ *   OBJ_DIR      the stat data's type, unless every other item says the other
+ *                one (a flipped mode: check's MODE_WRONG, emit rewrites it):
+ *                  - directory mode, file bodies and no directory item:
+ *                    OBJ_DIR | OBJ_DIR_UNSURE, a directory only if some ".."
+ *                    names it (namespace.c decides);
+ *                  - file mode, directory items and no file body: a directory;
+ *                  - no stat data: a directory when there is a directory item.
  * Safe links (dir_id 0xFFFFFFFF) are no objects: rebuild makes them moot.
  *
  * Two streams feed it (keyorder.c): the accepted leaves in first-key order
@@ -22,30 +20,18 @@
  * rows must come grouped by object; rb_objects_add checks that they do.
  */
 #include <sqlite3.h>
-#include <stdlib.h>
 
 #include "objects.h"
 
 enum { MODE_FMT = 0170000, MODE_DIR = 0040000, MODE_REG = 0100000 };
 
-static const char create_sql[] =
-	"DROP TABLE IF EXISTS temp.obj;"
-	"CREATE TEMP TABLE obj(dir_id INTEGER, objectid INTEGER, is_dir INTEGER, has_sd INTEGER,"
-	" sd_dir INTEGER, create_sd INTEGER NOT NULL DEFAULT 0,"
-	" PRIMARY KEY(dir_id, objectid)) WITHOUT ROWID;";
-
-rfs_status rb_objects_begin(struct rb_ctx *c, struct rb_objects *w, struct rfs_error *err)
+void rb_objects_begin(struct rb_ctx *c, struct rb_objects *w)
 {
 	*w = (struct rb_objects){ .c = c };
-	rfs_status st = rfs_index_exec(c->ix, create_sql, err);
-	if (!st)
-		st = rfs_index_prepare(c->ix,
-			"INSERT INTO obj(dir_id, objectid, is_dir, has_sd, sd_dir, create_sd)"
-			" VALUES (?, ?, ?, ?, ?, ?)", &w->ins, err);
-	return st;
+	rb_objmap_reset(&c->objs);
 }
 
-/* The group just ended becomes a row. */
+/* The group just ended becomes an entry. */
 static rfs_status flush(struct rb_objects *w, struct rfs_error *err)
 {
 	if (!w->open)
@@ -53,34 +39,20 @@ static rfs_status flush(struct rb_objects *w, struct rfs_error *err)
 	w->open = false;
 	if (w->d == 0xFFFFFFFFu)
 		return RFS_OK;
-	int is_dir, sd_dir = -1;
+	uint8_t f = 0;
 	if (w->has_sd && w->sd_known) {
 		unsigned fmt = w->sd_mode & MODE_FMT;
-		sd_dir = fmt == MODE_DIR;
 		if (fmt == MODE_DIR)
-			is_dir = !w->has_dir_item && w->has_body ? 2 : 1;
-		else if (fmt == MODE_REG)
-			is_dir = w->has_dir_item && !w->has_body;
-		else
-			is_dir = 0;
-	} else if (w->has_sd) {
-		is_dir = 0;
-	} else {
-		is_dir = w->has_dir_item;
+			f = OBJ_SD_DIR | OBJ_DIR |
+			    (!w->has_dir_item && w->has_body ? OBJ_DIR_UNSURE : 0);
+		else if (fmt == MODE_REG && w->has_dir_item && !w->has_body)
+			f = OBJ_DIR;
+	} else if (!w->has_sd && w->has_dir_item) {
+		f = OBJ_DIR;
 	}
-	sqlite3_stmt *q = w->ins;
-	sqlite3_bind_int64(q, 1, w->d);
-	sqlite3_bind_int64(q, 2, w->o);
-	sqlite3_bind_int(q, 3, is_dir);
-	sqlite3_bind_int(q, 4, w->has_sd);
-	if (sd_dir < 0)
-		sqlite3_bind_null(q, 5);
-	else
-		sqlite3_bind_int(q, 5, sd_dir);
-	sqlite3_bind_int(q, 6, w->has_sd ? 0 : is_dir ? 2 : 1);
-	int rc = sqlite3_step(q);
-	sqlite3_reset(q);
-	return rc == SQLITE_DONE ? RFS_OK : rfs_index_fail(w->c->ix, "object table", err);
+	if (w->has_sd)
+		f |= OBJ_SD;
+	return rb_objmap_append(&w->c->objs, w->key, f, err);
 }
 
 rfs_status rb_objects_add(struct rb_objects *w, uint32_t d, uint32_t o, unsigned type,
@@ -121,17 +93,13 @@ rfs_status rb_objects_add(struct rb_objects *w, uint32_t d, uint32_t o, unsigned
 
 rfs_status rb_objects_end(struct rb_objects *w, struct rfs_error *err)
 {
-	rfs_status st = flush(w, err);
-	sqlite3_finalize(w->ins);
-	w->ins = NULL;
-	return st;
+	return flush(w, err);
 }
 
 void rb_objects_abandon(struct rb_objects *w)
 {
-	sqlite3_finalize(w->ins);
-	w->ins = NULL;
 	w->open = false;
+	rb_objmap_reset(&w->c->objs);
 }
 
 rfs_status rb_objects_from_index(struct rb_ctx *c, struct rfs_error *err)
@@ -143,13 +111,9 @@ rfs_status rb_objects_from_index(struct rb_ctx *c, struct rfs_error *err)
 		st = rfs_index_prepare(c->ix,
 			"SELECT dir_id, objectid, type, sd_mode FROM item WHERE win = 1"
 			" ORDER BY dir_id, objectid", &q, err);
-	if (!st)
-		st = rfs_index_begin(c->ix, err);   /* one commit for all rows */
-	if (st) {
-		sqlite3_finalize(q);
+	if (st)
 		return st;
-	}
-	st = rb_objects_begin(c, &w, err);
+	rb_objects_begin(c, &w);
 	int rc = SQLITE_DONE;
 	while (!st && (rc = sqlite3_step(q)) == SQLITE_ROW)
 		st = rb_objects_add(&w, (uint32_t)sqlite3_column_int64(q, 0),
@@ -162,10 +126,7 @@ rfs_status rb_objects_from_index(struct rb_ctx *c, struct rfs_error *err)
 	sqlite3_finalize(q);
 	if (!st)
 		st = rb_objects_end(&w, err);
-	else
+	if (st)
 		rb_objects_abandon(&w);
-	if (!st)
-		return rfs_index_commit(c->ix, err);
-	rfs_index_rollback(c->ix);
 	return st;
 }

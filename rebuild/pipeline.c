@@ -76,6 +76,7 @@ void rb_release_sets(struct rb_ctx *c)
 	rfs_bitmap_free(&c->accepted);
 	rfs_bitmap_free(&c->claimed);
 	rfs_bitmap_free(&c->nodes);
+	rb_objmap_free(&c->objs);
 }
 
 static double now(void)

@@ -10,9 +10,10 @@
  *               winners, double claims -> bitmap `accepted`; keyorder.c
  *               says whether the accepted leaves are in key order
  *               (key_ordered: nothing to rank, emit reads the leaves)
- *   objects.c   the object table temp.obj (keyorder.c's walk or item_key)
+ *   objects.c   the object table c->objs, in memory (objmap.h), from
+ *               keyorder.c's walk or item_key
  *   namespace.c names kept, entries removed, lost+found links, stat data to
- *               create -> dirent.keep, outcome rows
+ *               create -> dirent.keep, outcome rows, c->objs flags
  *   emit.c      the new tree: items in key order into tree_build.c
  *   finish.c    superblock (root, height, hash, state), journal header; then
  *               check's repair passes compute bitmaps, counts and sizes
@@ -25,7 +26,10 @@
  *      candidate, every claimed data block, every nested extent and all
  *      metadata): no file's data and no nested image is ever overwritten.
  *  (3) Memory is a few bitmaps over the blocks plus bounded buffers; every
- *      per-candidate fact lives in the index.
+ *      per-candidate fact lives in the index.  One exception: the object
+ *      table, 9 bytes per object (objs, objmap.h), from select.c to the end
+ *      of emit.c: the namespace walk asks it about every name's target and
+ *      emit about every item's and name's object.
  */
 #ifndef RFS_REBUILD_H
 #define RFS_REBUILD_H
@@ -38,6 +42,8 @@
 #include "rfs/fs.h"
 #include "rfs/index.h"
 #include "rfs/progress.h"
+
+#include "objmap.h"
 
 enum rb_scan_mode { RB_SCAN_AUTO, RB_SCAN_USED, RB_SCAN_ALL };
 
@@ -100,6 +106,8 @@ struct rb_ctx {
 	bool key_ordered;            /* the accepted leaves' items are in key order
 				      * as the leaves' first keys sort them
 				      * (keyorder.c): no item_key, no ranking */
+	struct rb_objmap objs;       /* the object table (objects.c); freed by
+				      * rb_release_sets */
 	bool root_items_aside;       /* namespace.c: the root's stat data and file
 				      * bodies lost (win = 0), a directory stat
 				      * data is created */

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "rfs/bytes.h"
-#include "rfs/u64set.h"
+#include "rfs/bitmap.h"
 #include "rfs/undo.h"
 
 enum {
@@ -94,7 +94,7 @@ struct tree_builder {
 
 	struct tb_level lv[TB_INTERNAL_LEVELS];
 	unsigned nlevels;            /* internal levels in use */
-	struct u64set used;          /* blocks kept or allocated by this builder */
+	struct rfs_bitmap used;      /* sparse: blocks kept or allocated by this builder */
 
 	unsigned batch_cap, batch_n; /* write batch */
 	uint8_t *batch_buf;          /* batch_cap blocks */
@@ -214,15 +214,13 @@ static rfs_status node_write(struct tree_builder *tb, const uint8_t *buf, unsign
 			      "the allocator returned a block outside the device");
 		return fail(tb, RFS_ERR_INVALID, &e);
 	}
-	bool added;
-	s = u64set_add(&tb->used, *blk, &added);
-	if (s)
-		return fail(tb, s, NULL);
-	if (!added) {
+	if (rfs_bitmap_test(&tb->used, *blk)) {
 		rfs_error_set(&e, RFS_ERR_INVALID, *blk,
 			      "the allocator returned a block already in the new tree");
 		return fail(tb, RFS_ERR_INVALID, &e);
 	}
+	if ((s = rfs_bitmap_add(&tb->used, *blk, &e)))
+		return fail(tb, s, &e);
 	unsigned i = tb->batch_n++;
 	memcpy(tb->batch_buf + (size_t)i * tb->o.bs, buf, tb->o.bs);
 	tb->batch_blk[i] = *blk;
@@ -495,7 +493,7 @@ static rfs_status run_to_pending(struct tree_builder *tb)
 static rfs_status run_matches_source(struct tree_builder *tb, uint64_t src, bool *same)
 {
 	*same = false;
-	if (src == 0 || src > UINT32_MAX || src >= tb->dev_blocks || u64set_has(&tb->used, src))
+	if (src == 0 || src > UINT32_MAX || src >= tb->dev_blocks || rfs_bitmap_test(&tb->used, src))
 		return RFS_OK;
 	struct rfs_error e;
 	rfs_error_clear(&e);
@@ -543,9 +541,10 @@ static rfs_status run_close(struct tree_builder *tb)
 	s = pending_emit(tb);
 	if (s)
 		return s;
-	bool added;
-	if (u64set_add(&tb->used, src, &added))
-		return fail(tb, RFS_ERR_NOMEM, NULL);
+	struct rfs_error e;
+	rfs_error_clear(&e);
+	if ((s = rfs_bitmap_add(&tb->used, src, &e)))
+		return fail(tb, s, &e);
 	struct tb_child c = leaf_child(&tb->run, tb->o.bs, src);
 	leaf_reset(&tb->run, tb->o.bs);
 	tb->st.leaves++;
@@ -593,6 +592,13 @@ rfs_status tb_new(const struct tb_options *o, struct tree_builder **out, struct 
 	}
 	for (unsigned i = 0; i < cap; i++)
 		tb->batch_ptr[i] = tb->batch_buf + (size_t)i * o->bs;
+	/* a block past 2^32 - 1 or the device's end is never used */
+	uint64_t nbits = tb->dev_blocks < UINT32_MAX ? tb->dev_blocks : (uint64_t)UINT32_MAX + 1;
+	rfs_status s = rfs_bitmap_init_sparse(&tb->used, nbits, err);
+	if (s) {
+		tb_free(tb);
+		return s;
+	}
 	leaf_reset(&tb->pending, o->bs);
 	leaf_reset(&tb->run, o->bs);
 	*out = tb;
@@ -786,7 +792,7 @@ void tb_free(struct tree_builder *tb)
 		free(tb->lv[i].open.c);
 		free(tb->lv[i].held.c);
 	}
-	u64set_free(&tb->used);
+	rfs_bitmap_free(&tb->used);
 	free(tb->pending.blk);
 	free(tb->run.blk);
 	free(tb->src_buf);

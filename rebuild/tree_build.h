@@ -39,8 +39,8 @@
  *      thing left to do.  Blocks already written stay written (the device's
  *      undo log, if any, covers them).
  *  (7) Memory: a few blocks per level (at most 5 levels), the pending leaf, the
- *      run leaf, the write batch, and a set of the block numbers used (about
- *      16 bytes per node); nothing per item.
+ *      run leaf, the write batch, and a sparse set of the block numbers used
+ *      (about 2 bytes per node, bitmap.h); nothing per item.
  */
 #ifndef RFS_TREE_BUILD_H
 #define RFS_TREE_BUILD_H
