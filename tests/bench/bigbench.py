@@ -84,6 +84,9 @@ def measure(n, cmd, drop=True, pre=None, stdout=None, stderr=None, inp=None, std
     if drop:
         r["cache"] = out[3]
     r["all"] = [float(x) for x in out[-1].split(",")]
+    cpu = [float(x[4:]) for x in out if x.startswith("cpu=")]
+    if cpu:
+        r["cpu"] = cpu[0]
     log("  %-8s median %.2f s (%s), peak %d MiB, exit %d  [%.0f s wall]" %
         (cmd[0].split("/")[-1] + " " + (cmd[1] if len(cmd) > 1 else ""), r["seconds"],
          ", ".join("%.2f" % x for x in r["all"]), r["peak_kib"] // 1024, r["exit"], time.time() - t0))
@@ -97,6 +100,8 @@ def merge_runs(rs):
     bad = [r["exit"] for r in rs if r["exit"]]
     m = {"seconds": statistics.median(secs), "peak_kib": max(r["peak_kib"] for r in rs),
          "exit": bad[0] if bad else rs[-1]["exit"], "runs": len(rs), "all": secs}
+    if all("cpu" in r for r in rs):
+        m["cpu"] = statistics.median(r["cpu"] for r in rs)
     if any("cache" in r for r in rs):
         m["cache"] = ",".join(sorted({r.get("cache", "") for r in rs}))
     return m

@@ -4,7 +4,9 @@
 Runs CMD N times; prints "median_seconds peak_rss_kib exit_status": wall time
 from a monotonic clock, peak resident memory of the command as GNU time
 reports it (wait4 in a Python parent would report the parent's size inherited
-across fork), the exit status of the last run.
+across fork), the exit status of the last run.  Then "cpu=SECONDS": the
+median of the runs' CPU time (user + system, as GNU time reports it), which
+tells work from waiting for the disk.
 
   --drop        before each run: sync and `echo 3 > /proc/sys/vm/drop_caches`
                 (cold page cache; needs root; if that fails the run is hot
@@ -15,7 +17,7 @@ across fork), the exit status of the last run.
   --stderr-ts F keep the last run's stderr in F as JSON lines [seconds since
                 start, text chunk] (progress lines with their arrival time)
   --input S     feed S to the command's stdin (e.g. "Yes\\n")
-  --all         also print every run's time after the 3 fields
+  --all         also print every run's time as the last field
 """
 import json
 import os
@@ -60,7 +62,7 @@ def main():
             sys.exit("measure.py: unknown option " + o)
     n = int(args[0])
     cmd = args[1:]
-    times, peak, rc, hot = [], 0, 0, False
+    times, cpus, peak, rc, hot = [], [], 0, 0, False
     with tempfile.NamedTemporaryFile(mode="r") as out:
         for i in range(n):
             if pre:
@@ -72,7 +74,7 @@ def main():
             se = open(err_f, "wb") if (last and err_f) else subprocess.DEVNULL
             ts = last and err_f and err_ts
             t0 = time.perf_counter()
-            p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", out.name] + cmd,
+            p = subprocess.Popen(["/usr/bin/time", "-f", "%M %U %S", "-o", out.name] + cmd,
                                  stdin=subprocess.PIPE if inp is not None else subprocess.DEVNULL,
                                  stdout=so, stderr=subprocess.PIPE if ts else se)
             reader = None
@@ -99,14 +101,20 @@ def main():
                     x.close()
             rc = p.returncode
             out.seek(0)
-            lines = [ln for ln in out.read().split() if ln.isdigit()]
-            if lines:
-                peak = max(peak, int(lines[-1]))
+            # the last line is ours; the command's own output went elsewhere,
+            # but GNU time puts "Command exited with non-zero status" first
+            lines = [ln.split() for ln in out.read().splitlines() if ln.strip()]
+            if lines and len(lines[-1]) == 3 and lines[-1][0].isdigit():
+                peak = max(peak, int(lines[-1][0]))
+                cpus.append(float(lines[-1][1]) + float(lines[-1][2]))
     runs = list(times)
     times.sort()
     fields = ["%.4f" % times[len(times) // 2], "%d" % peak, "%d" % rc]
     if drop:
         fields.append("hot" if hot else "cold")
+    if cpus:
+        cpus.sort()
+        fields.append("cpu=%.2f" % cpus[len(cpus) // 2])
     if show_all:
         fields.append(",".join("%.2f" % t for t in runs))
     print(" ".join(fields))
