@@ -41,7 +41,8 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(ASAN_DIR)/tools/%)
 # Debian packages the build and the tests need.
 DEB_BUILD := build-essential pkg-config libsqlite3-dev libmagic-dev libjansson-dev \
              libcmocka-dev
-DEB_TEST  := reiserfsprogs grub-common xz-utils gzip file sqlite3 python3 coreutils time sleuthkit
+DEB_TEST  := reiserfsprogs grub-common xz-utils gzip file sqlite3 python3 coreutils time sleuthkit \
+             xfsprogs e2fsprogs
 
 .PHONY: all deps test unit integration demo clean bench help fuzz-regress
 

@@ -289,6 +289,10 @@ void rb_report_text(FILE *f, json_t *j)
 	fprintf(f, "%s %lld blocks (then %lld repairs of counts, bitmaps and maps)\n",
 		dry ? "would write" : "wrote", I(j, "blocks_written"), I(j, "repairs_after_build"));
 	fprintf(f, "check of the result: %s\n", S(j, "check_after"));
+	if (S(j, "output_copy"))
+		fprintf(f, "output: %s\n", strcmp(S(j, "output_copy"), "reflink") == 0
+			? "a reflink of the source (its blocks shared until written)"
+			: "a sparse copy of the source");
 	if (S(j, "undo"))
 		fprintf(f, "undo log: %s (rfsck undo %s IMAGE restores the original)\n", S(j, "undo"),
 			S(j, "undo"));

@@ -47,19 +47,23 @@ json_t *cli_json_hex(const uint8_t *data, size_t n);
 /* Prints obj on stdout followed by a newline and releases it; 0 or -1. */
 int cli_json_print(json_t *obj);
 
-/* Copies src to dst (which must not exist), leaving holes and all-zero 1 MiB
- * runs as holes; not synced (the caller's device close does).  For --output. */
-rfs_status cli_copy_sparse(const char *src, const char *dst, struct rfs_error *err);
+/* Copies src to dst (which must not exist) for --output: a reflink where the
+ * file system has them (*cloned set; cloned may be NULL), else a sparse copy
+ * that leaves holes and all-zero 1 MiB runs as holes; not synced (the
+ * caller's device close does). */
+rfs_status cli_copy_sparse(const char *src, const char *dst, bool *cloned, struct rfs_error *err);
 /* The same copy on a thread of its own, for `rebuild --output`, whose
  * read-only stages read the source meanwhile.  cli_copy_start creates dst (it
  * must not exist) before it returns; cli_copy_finish waits for the thread and
  * frees the job: the copy's status, or with cancel=true it stops the copy at
  * the next 1 MiB and returns RFS_OK (dst is then partial: the caller unlinks
- * it).  A NULL job finishes at once. */
+ * it).  *cloned (cloned may be NULL) says whether the copy is a reflink.  A
+ * NULL job finishes at once. */
 struct cli_copy_job;
 rfs_status cli_copy_start(const char *src, const char *dst, struct cli_copy_job **job,
 			  struct rfs_error *err);
-rfs_status cli_copy_finish(struct cli_copy_job *job, bool cancel, struct rfs_error *err);
+rfs_status cli_copy_finish(struct cli_copy_job *job, bool cancel, bool *cloned,
+			   struct rfs_error *err);
 /* Makes the superblock's block count, magic and UUID immutable through the
  * device (and records them in the undo log). */
 rfs_status cli_set_identity(struct rfs_fs *fs, struct rfs_error *err);

@@ -208,7 +208,7 @@ int cmd_fix(int argc, char **argv)
 	if (o.dry_run) {
 		fo.dev.flags = RFS_DEV_DRY_RUN;
 	} else if (o.output) {
-		if (cli_copy_sparse(image, o.output, &err))
+		if (cli_copy_sparse(image, o.output, NULL, &err))
 			return cli_fail("fix", &err);
 		target = o.output;
 		fo.dev.flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO;

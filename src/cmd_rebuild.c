@@ -135,6 +135,7 @@ static rfs_status written_digest(struct rfs_dev *dev, struct rb_run_result *r,
  * two overlap instead of following each other. */
 struct output_target {
 	struct cli_copy_job *copy;   /* running; NULL when finished or not used */
+	bool cloned;                 /* the finished copy is a reflink of the source */
 	struct rfs_fs_options fo;    /* how to open the copy for writing */
 };
 
@@ -145,7 +146,7 @@ static rfs_status open_output(struct rb_ctx *c, struct output_target *t, struct 
 	struct cli_copy_job *job = t->copy;
 	t->copy = NULL;
 	struct rfs_fs *copy = NULL, *source = c->fs;
-	rfs_status st = cli_copy_finish(job, false, err);
+	rfs_status st = cli_copy_finish(job, false, &t->cloned, err);
 	if (!st)
 		st = rfs_fs_open(&t->fo, &copy, err);
 	if (!st) {
@@ -314,7 +315,7 @@ int cmd_rebuild(int argc, char **argv)
 	}
 	if (rfs_fs_open(&fo, &fs, &err)) {
 		if (o.output) {
-			cli_copy_finish(ot.copy, true, &ce);
+			cli_copy_finish(ot.copy, true, NULL, &ce);
 			unlink(o.output);
 		}
 		return cli_fail("rebuild", &err);
@@ -334,7 +335,7 @@ int cmd_rebuild(int argc, char **argv)
 		rfs_fs_close(fs, &ce);
 		struct cli_copy_job *job = ot.copy;
 		ot.copy = NULL;
-		if (cli_copy_finish(job, false, &err)) {
+		if (cli_copy_finish(job, false, &ot.cloned, &err)) {
 			unlink(o.output);
 			return cli_fail("rebuild", &err);
 		}
@@ -367,9 +368,11 @@ int cmd_rebuild(int argc, char **argv)
 	json_t *rep = NULL;
 	if (!st)
 		rep = rb_report_json(&c, &r);
+	if (rep && o.output)
+		json_object_set_new(rep, "output_copy", json_string(ot.cloned ? "reflink" : "sparse"));
 	fs = c.fs;   /* the copy, once open_output moved the run onto it */
 	rb_release(&c);
-	cli_copy_finish(ot.copy, true, &ce);   /* still running only when the run failed */
+	cli_copy_finish(ot.copy, true, NULL, &ce);   /* still running only when the run failed */
 	struct rfs_dev_stats ds;
 	rfs_dev_get_stats(fs->dev, &ds);
 	struct rfs_error cerr;
