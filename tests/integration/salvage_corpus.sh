@@ -3,7 +3,8 @@
 # kernel-written corpus (corpus/images/*.img.xz + *.manifest.jsonl), on every
 # image and on the pre-replay copies of the power-cut images (journal replayed
 # in memory only).  For each, on a read-only (0444) copy of the image:
-#   - exit 0, report.json: errors 0, image sha256 before = after = sha256sum;
+#   - exit 0, report.json: errors 0, image sha256 before = after = sha256sum,
+#     timing phases (digest, extraction, digest) that make up its seconds;
 #   - every manifest path exists under OUTDIR/root (names mapped through the
 #     escaping rule, reimplemented here) with the same type, mode, uid, gid,
 #     mtime; files byte-identical (sha256) and symlink targets exact; names of
@@ -56,6 +57,12 @@ if report["image_sha256"]["before"] != image_sha or report["image_sha256"]["afte
     bad.append("report.json image sha256 %r, sha256sum says %s" % (report["image_sha256"], image_sha))
 if report["totals"]["errors"] != 0 or report["exit"] != 0 or report["status"] != "complete":
     bad.append("report.json: errors %r exit %r status %r" % (report["totals"]["errors"], report["exit"], report["status"]))
+# the three phases follow one another and make up the run
+ph = report["timing"].get("phases") or {}
+parts = [ph.get(k) for k in ("image_digest_before", "extract", "image_digest_after")]
+if any(not isinstance(x, (int, float)) or x < 0 for x in parts) or \
+        abs(sum(parts) - report["timing"]["seconds"]) > 1e-3:
+    bad.append("report.json: timing phases %r do not make up %r s" % (ph, report["timing"]["seconds"]))
 
 by_ino = {}
 # owners are compared when the salvage ran as root (argument 5 overrides)
