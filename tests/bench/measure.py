@@ -4,9 +4,10 @@
 Runs CMD N times; prints "median_seconds peak_rss_kib exit_status": wall time
 from a monotonic clock, peak resident memory of the command as GNU time
 reports it (wait4 in a Python parent would report the parent's size inherited
-across fork), the exit status of the last run.  Then "cpu=SECONDS": the
-median of the runs' CPU time (user + system, as GNU time reports it), which
-tells work from waiting for the disk.
+across fork), the exit status of the last run.  Then "cpu=SECONDS" and
+"user=SECONDS": the medians of the runs' CPU time (user + system) and of
+its user part, as GNU time reports them; they tell work from waiting for
+the disk, and rfsck's own work from the kernel's.
 
   --drop        before each run: sync and `echo 3 > /proc/sys/vm/drop_caches`
                 (cold page cache; needs root; if that fails the run is hot
@@ -62,7 +63,7 @@ def main():
             sys.exit("measure.py: unknown option " + o)
     n = int(args[0])
     cmd = args[1:]
-    times, cpus, peak, rc, hot = [], [], 0, 0, False
+    times, cpus, users, peak, rc, hot = [], [], [], 0, 0, False
     with tempfile.NamedTemporaryFile(mode="r") as out:
         for i in range(n):
             if pre:
@@ -107,6 +108,7 @@ def main():
             if lines and len(lines[-1]) == 3 and lines[-1][0].isdigit():
                 peak = max(peak, int(lines[-1][0]))
                 cpus.append(float(lines[-1][1]) + float(lines[-1][2]))
+                users.append(float(lines[-1][1]))
     runs = list(times)
     times.sort()
     fields = ["%.4f" % times[len(times) // 2], "%d" % peak, "%d" % rc]
@@ -114,7 +116,9 @@ def main():
         fields.append("hot" if hot else "cold")
     if cpus:
         cpus.sort()
+        users.sort()
         fields.append("cpu=%.2f" % cpus[len(cpus) // 2])
+        fields.append("user=%.2f" % users[len(users) // 2])
     if show_all:
         fields.append(",".join("%.2f" % t for t in runs))
     print(" ".join(fields))

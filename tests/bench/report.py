@@ -214,7 +214,7 @@ def main():
               b["blocks"] / a["blocks"], ub_b / ub_a, ratio(b["leaves"] or 0, a["leaves"] or 0),
               ratio(b["files"] or 0, a["files"] or 0)))
         p("")
-        p("| step | time %s | time %s | time growth | CPU (user + sys) %s -> %s | CPU growth | us per used block (%s -> %s) | peak RSS growth | RSS bytes per volume block (%s -> %s) |" % (
+        p("| step | time %s | time %s | time growth | CPU user + sys %s -> %s | CPU growth (user) | us per used block (%s -> %s) | peak RSS growth | RSS bytes per volume block (%s -> %s) |" % (
             a["image"], b["image"], a["image"], b["image"], a["image"], b["image"], a["image"], b["image"]))
         p("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for key, name in (("read", "sequential read (cat)"), ("read_data", "sequential read (data extents)"),
@@ -226,11 +226,12 @@ def main():
             if key not in a or key not in b:
                 continue
             x, y = a[key], b[key]
-            cpu = "cpu" in x and "cpu" in y
+            cpu = all(k in x and k in y for k in ("cpu", "user"))
             p("| %s | %s | %s | x%.2f | %s | %s | %.1f -> %.1f | x%.2f | %.2f -> %.2f |" % (
                 name, fmt_t(x), fmt_t(y), ratio(y["seconds"], x["seconds"]),
-                "%.2f -> %.2f s" % (x["cpu"], y["cpu"]) if cpu else "n/a",
-                "x%.2f" % ratio(y["cpu"], x["cpu"]) if cpu else "n/a",
+                "%.2f + %.2f -> %.2f + %.2f s" % (x["user"], x["cpu"] - x["user"], y["user"],
+                                                  y["cpu"] - y["user"]) if cpu else "n/a",
+                "x%.2f (x%.2f)" % (ratio(y["cpu"], x["cpu"]), ratio(y["user"], x["user"])) if cpu else "n/a",
                 1e6 * x["seconds"] / ub_a, 1e6 * y["seconds"] / ub_b,
                 ratio(y["peak_kib"], x["peak_kib"]), x["peak_kib"] * 1024 / a["blocks"],
                 y["peak_kib"] * 1024 / b["blocks"]))
@@ -272,7 +273,9 @@ def main():
             if key not in a or key not in b:
                 continue
             g = ratio(b[key]["seconds"], a[key]["seconds"])
-            cpu = ", CPU x%.2f" % ratio(b[key]["cpu"], a[key]["cpu"]) if "cpu" in a[key] and "cpu" in b[key] else ""
+            cpu = (", CPU x%.2f, user x%.2f" % (ratio(b[key]["cpu"], a[key]["cpu"]),
+                                                ratio(b[key]["user"], a[key]["user"]))
+                   if all(k in a[key] and k in b[key] for k in ("cpu", "user")) else "")
             p("| %s growth %s -> %s linear or better | time x%.2f for x%.1f blocks (x%.2f used blocks)%s | %s |" % (
                 name, a["image"], b["image"], g, blk, used, cpu,
                 "yes" if g <= used * 1.15 else "**no** (x%.2f per used block)" % (g / used)))
