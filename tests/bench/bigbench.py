@@ -306,6 +306,7 @@ def bench_image(rfsck, img, runs, heavy, scratch):
                              pre=fresh if on_fs else "rm -rf '%s'" % out)
     rep = load_json(os.path.join(out, "report.json")) or {}
     res["salvage_report"] = {k: v for k, v in rep.items() if isinstance(v, (int, float, str))}
+    res["salvage_phases"] = (rep.get("timing") or {}).get("phases")   # the last run's
     if on_fs:
         subprocess.run(["umount", mnt], check=False)
         for p in (fsimg,):

@@ -106,6 +106,18 @@ def pairs_note(p, r):
     p("")
 
 
+def salvage_note(r):
+    """Where salvage wrote and how its last run split (report.json's phases)."""
+    ph = r.get("salvage_phases") or {}
+    parts = []
+    if r.get("salvage_target"):
+        parts.append("into a %s" % r["salvage_target"])
+    if ph:
+        parts.append("last run: image digest %.1f s, extraction %.1f s, digest again %.1f s" % (
+            ph.get("image_digest_before", 0), ph.get("extract", 0), ph.get("image_digest_after", 0)))
+    return " (%s)" % "; ".join(parts) if parts else ""
+
+
 def main():
     res = json.load(open(sys.argv[1]))
     if not res:
@@ -156,7 +168,8 @@ def main():
             ("`rfsck rebuild --yes` in place, undo log (same damage, a copy)", r["inplace"], "%.2f of rebuild-tree, %.2f x read" % (
                 ratio(r["inplace"]["seconds"], r["rtree"]["seconds"]), ratio(r["inplace"]["seconds"], rd))),
             ("`reiserfsck --rebuild-tree` (same damage)", r["rtree"], "%.2f x read" % ratio(r["rtree"]["seconds"], rd)),
-            ("`rfsck salvage -q IMAGE DIR`", r["salvage"], "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
+            ("`rfsck salvage -q IMAGE DIR`%s" % salvage_note(r), r["salvage"],
+             "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
         ]
         if r.get("check_warm") and r.get("dry_warm"):
             ph = r.get("dry_warm_phases") or {}
