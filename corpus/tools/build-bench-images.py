@@ -60,16 +60,31 @@ BENCH_SMP = os.environ.get("RFSCK_BENCH_SMP", "1,maxcpus=2")
 _subprocess_run = subprocess.run
 
 
-def _run_with_bench_smp(cmd, *a, **kw):
+_subprocess_popen = subprocess.Popen
+
+
+def _bench_smp(cmd):
     if isinstance(cmd, list) and cmd and cmd[0] == "qemu-system-x86_64" and "-smp" in cmd:
         cmd = list(cmd)
         cmd[cmd.index("-smp") + 1] = BENCH_SMP
-    return _subprocess_run(cmd, *a, **kw)
+    return cmd
 
 
+def _run_with_bench_smp(cmd, *a, **kw):
+    return _subprocess_run(_bench_smp(cmd), *a, **kw)
+
+
+def _popen_with_bench_smp(cmd, *a, **kw):
+    return _subprocess_popen(_bench_smp(cmd), *a, **kw)
+
+
+# rcorpus starts qemu with Popen (its watchdog) and helpers with run: both
+# go through the -smp rewrite.  (Only run was wrapped until 2026-12-07, after
+# rcorpus had moved to Popen: the guest ran with plain -smp 1 and hung.)
 rcorpus.subprocess = type(subprocess)("subprocess_bench")
 rcorpus.subprocess.__dict__.update(subprocess.__dict__)
 rcorpus.subprocess.run = _run_with_bench_smp
+rcorpus.subprocess.Popen = _popen_with_bench_smp
 
 
 def log(*a):
