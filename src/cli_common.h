@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "rfs/cli.h"
 #include "rfs/fs.h"
@@ -46,6 +47,14 @@ json_t *cli_json_name(const uint8_t *name, size_t n);
 json_t *cli_json_hex(const uint8_t *data, size_t n);
 /* Prints obj on stdout followed by a newline and releases it; 0 or -1. */
 int cli_json_print(json_t *obj);
+
+/* The extent of data at or after pos in fd: [*start, *end); false at the
+ * end of the file.  Where the file system answers SEEK_DATA/SEEK_HOLE, the
+ * bytes between two extents are a hole and read as zeros.  Files without it
+ * (block devices, old file systems) are one extent to the end (*end = -1:
+ * read until read() says end of file); *seekable starts true and turns false
+ * then. */
+bool cli_next_data(int fd, off_t pos, bool *seekable, off_t *start, off_t *end);
 
 /* Copies src to dst (which must not exist) for --output: a reflink where the
  * file system has them (*cloned set; cloned may be NULL), else a sparse copy

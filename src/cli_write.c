@@ -17,10 +17,7 @@
 
 #include "cli_common.h"
 
-/* The extent of data at or after pos in fd: [*start, *end).  false at the
- * end of the file.  Files without SEEK_DATA (block devices, old file systems)
- * are one extent to the end: every byte is read, as before. */
-static bool next_data(int fd, off_t pos, bool *seekable, off_t *start, off_t *end)
+bool cli_next_data(int fd, off_t pos, bool *seekable, off_t *start, off_t *end)
 {
 	if (*seekable) {
 		off_t d = lseek(fd, pos, SEEK_DATA);
@@ -89,7 +86,7 @@ static rfs_status copy_fds(int in, int out, const char *src, const char *dst,
 	(void)posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);   /* a hint: larger readahead */
 	bool seekable = size > 0;
 	off_t pos = 0, start, end;
-	while (!st && next_data(in, pos, &seekable, &start, &end)) {
+	while (!st && cli_next_data(in, pos, &seekable, &start, &end)) {
 		pos = start;
 		bool eof = false;
 		while (!st && !eof && (end < 0 || pos < end)) {
