@@ -57,6 +57,19 @@ static void iso_time(double t, char out[32])
 		strcpy(out, "?");
 }
 
+/* Hashes the zeros of a hole [pos, end), zeros holding len of them;
+ * returns end (pos when end <= pos). */
+static off_t hash_zeros(struct rfs_sha256 *c, const uint8_t *zeros, size_t len, off_t pos,
+			off_t end)
+{
+	while (pos < end) {
+		size_t n = (uint64_t)(end - pos) > len ? len : (size_t)(end - pos);
+		rfs_sha256_update(c, zeros, n);
+		pos += (off_t)n;
+	}
+	return pos;
+}
+
 /* Digest of the whole image file (not only the filesystem at --offset):
  * what a forensic examiner compares with their acquisition hash, so every
  * byte counts, holes included.  The holes are hashed as zeros without being
@@ -85,11 +98,7 @@ static rfs_status image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1
 	off_t pos = 0, start, end;
 	bool eof = false;
 	while (!st && !eof && cli_next_data(fd, pos, &seekable, &start, &end)) {
-		for (; pos < start; ) {   /* the hole before this extent */
-			size_t n = start - pos > CHUNK ? CHUNK : (size_t)(start - pos);
-			rfs_sha256_update(&c, zeros, n);
-			pos += (off_t)n;
-		}
+		pos = hash_zeros(&c, zeros, CHUNK, pos, start);   /* the hole before it */
 		while (!st && (end < 0 || pos < end)) {
 			size_t want = end < 0 || end - pos > CHUNK ? CHUNK : (size_t)(end - pos);
 			ssize_t n = pread(fd, buf, want, pos);
@@ -100,7 +109,7 @@ static rfs_status image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1
 						   "%s: read failed while hashing", path);
 				break;
 			}
-			if (n == 0) {   /* shorter than SEEK_HOLE said: it changed */
+			if (n == 0) {   /* end of file (inside an extent: it shrank) */
 				eof = true;
 				break;
 			}
@@ -110,11 +119,7 @@ static rfs_status image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1
 	}
 	/* a trailing hole: SEEK_DATA says ENXIO after the last extent */
 	if (!st && seekable && fstat(fd, &sb) == 0)
-		for (; pos < sb.st_size; ) {
-			size_t n = sb.st_size - pos > CHUNK ? CHUNK : (size_t)(sb.st_size - pos);
-			rfs_sha256_update(&c, zeros, n);
-			pos += (off_t)n;
-		}
+		pos = hash_zeros(&c, zeros, CHUNK, pos, sb.st_size);
 	free(buf);
 	free(zeros);
 	close(fd);
