@@ -33,6 +33,7 @@
 #include "../rebuild/rebuild.h"
 #include "check.h"
 #include "cli_common.h"
+#include "image_digest.h"
 #include "rfs/version.h"
 #include "rfs/salvage.h"
 #include "rfs/sha256.h"
@@ -55,80 +56,6 @@ static void iso_time(double t, char out[32])
 	struct tm tm;
 	if (!gmtime_r(&s, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		strcpy(out, "?");
-}
-
-/* Hashes the zeros of a hole [pos, end), zeros holding len of them;
- * returns end (pos when end <= pos). */
-static off_t hash_zeros(struct rfs_sha256 *c, const uint8_t *zeros, size_t len, off_t pos,
-			off_t end)
-{
-	while (pos < end) {
-		size_t n = (uint64_t)(end - pos) > len ? len : (size_t)(end - pos);
-		rfs_sha256_update(c, zeros, n);
-		pos += (off_t)n;
-	}
-	return pos;
-}
-
-/* Digest of the whole image file (not only the filesystem at --offset):
- * what a forensic examiner compares with their acquisition hash, so every
- * byte counts, holes included.  The holes are hashed as zeros without being
- * read (SEEK_DATA/SEEK_HOLE where the file system has them): a sparse image
- * of 32 GiB holding 8 GiB costs 8 GiB of reads, though still 32 GiB of
- * hashing. */
-static rfs_status image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
-			       struct rfs_error *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "%s: cannot open for hashing", path);
-	enum { CHUNK = 1 << 20 };
-	uint8_t *buf = malloc(CHUNK), *zeros = calloc(1, CHUNK);
-	if (!buf || !zeros) {
-		free(buf);
-		free(zeros);
-		close(fd);
-		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "hash buffer");
-	}
-	struct rfs_sha256 c;
-	rfs_sha256_init(&c);
-	rfs_status st = RFS_OK;
-	struct stat sb;
-	bool seekable = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
-	off_t pos = 0, start, end;
-	bool eof = false;
-	while (!st && !eof && cli_next_data(fd, pos, &seekable, &start, &end)) {
-		pos = hash_zeros(&c, zeros, CHUNK, pos, start);   /* the hole before it */
-		while (!st && (end < 0 || pos < end)) {
-			size_t want = end < 0 || end - pos > CHUNK ? CHUNK : (size_t)(end - pos);
-			ssize_t n = pread(fd, buf, want, pos);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				st = rfs_error_sys(err, errno, RFS_NO_BLOCK,
-						   "%s: read failed while hashing", path);
-				break;
-			}
-			if (n == 0) {   /* end of file (inside an extent: it shrank) */
-				eof = true;
-				break;
-			}
-			rfs_sha256_update(&c, buf, (size_t)n);
-			pos += n;
-		}
-	}
-	/* a trailing hole: SEEK_DATA says ENXIO after the last extent */
-	if (!st && seekable && fstat(fd, &sb) == 0)
-		pos = hash_zeros(&c, zeros, CHUNK, pos, sb.st_size);
-	free(buf);
-	free(zeros);
-	close(fd);
-	if (!st) {
-		uint8_t d[RFS_SHA256_LEN];
-		rfs_sha256_final(&c, d);
-		rfs_sha256_hex(d, hex);
-	}
-	return st;
 }
 
 /* 1 when the directory has entries other than "." and "..", 0 when empty,
@@ -317,7 +244,7 @@ int cmd_salvage(int argc, char **argv)
 	rfs_error_clear(&run_err);
 
 	rfs_progress_phase(&progress, "hashing image", "files", 0);
-	if (image_digest(image, before, &err)) {
+	if (rfs_image_digest(image, before, &err)) {
 		rfs_progress_done(&progress);
 		rc = cli_fail("salvage", &err);
 		goto out;
@@ -451,7 +378,7 @@ int cmd_salvage(int argc, char **argv)
 		disk_fs = NULL;
 	}
 	double t_extracted = now_wall();
-	if (image_digest(image, after, &err)) {
+	if (rfs_image_digest(image, after, &err)) {
 		rc = cli_fail("salvage", &err);
 		goto out;
 	}
