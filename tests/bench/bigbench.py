@@ -39,6 +39,10 @@ if that is not allowed):
               allocator searched past the recently freed inodes and took half
               of salvage's time (notes.md, "Profiles"): that measured the
               host's history, not rfsck.
+  salvage_mem the same salvage into a directory on tmpfs (/dev/shm) when the
+              memory holds its output: rfsck's own cost, without the
+              destination disk's write speed (the page cache holds the 4 GiB
+              volume's output and not the 32 GiB one's)
 A volume above SCALE_BYTES (256 GiB; bench-1t, which is there for memory
 at TiB scale) skips `read` and `salvage`: both read the whole image file,
 holes included (a TiB of zeros), which measures the host, not rfsck.
@@ -307,6 +311,7 @@ def bench_image(rfsck, img, runs, heavy, scratch):
     rep = load_json(os.path.join(out, "report.json")) or {}
     res["salvage_report"] = {k: v for k, v in rep.items() if isinstance(v, (int, float, str))}
     res["salvage_phases"] = (rep.get("timing") or {}).get("phases")   # the last run's
+    salvage_in_memory(res, rfsck, img, heavy)
     if on_fs:
         subprocess.run(["umount", mnt], check=False)
         for p in (fsimg,):
@@ -316,6 +321,37 @@ def bench_image(rfsck, img, runs, heavy, scratch):
     else:
         shutil.rmtree(out, ignore_errors=True)
     return res
+
+
+def mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for ln in f:
+                if ln.startswith("MemAvailable:"):
+                    return int(ln.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def salvage_in_memory(res, rfsck, img, heavy):
+    """salvage_mem: the same salvage into a tmpfs (/dev/shm), where no disk
+    takes the files: what rfsck itself costs, apart from the destination's
+    write speed.  Only when the memory holds the output (allocated bytes and
+    a third more for the files' slack) with 2 GiB to spare."""
+    shm = "/dev/shm"
+    need = res["allocated"] * 4 // 3 + (2 << 30)
+    if not os.path.isdir(shm) or mem_available() < need:
+        res["salvage_mem_skipped"] = "less memory available than %d GiB" % (need >> 30)
+        return
+    out = os.path.join(shm, "rfsck-bench-salvage-%d" % os.getpid())
+    try:
+        res["salvage_mem"] = measure(heavy, [rfsck, "salvage", "-q", img, out],
+                                     pre="rm -rf '%s'" % out)
+        rep = load_json(os.path.join(out, "report.json")) or {}
+        res["salvage_mem_phases"] = (rep.get("timing") or {}).get("phases")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def main():

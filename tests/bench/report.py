@@ -106,16 +106,34 @@ def pairs_note(p, r):
     p("")
 
 
-def salvage_note(r):
+def salvage_note(r, key="salvage"):
     """Where salvage wrote and how its last run split (report.json's phases)."""
-    ph = r.get("salvage_phases") or {}
+    ph = r.get(key + "_phases") or {}
     parts = []
-    if r.get("salvage_target"):
+    if key == "salvage" and r.get("salvage_target"):
         parts.append("into a %s" % r["salvage_target"])
     if ph:
         parts.append("last run: image digest %.1f s, extraction %.1f s, digest again %.1f s" % (
             ph.get("image_digest_before", 0), ph.get("extract", 0), ph.get("image_digest_after", 0)))
     return " (%s)" % "; ".join(parts) if parts else ""
+
+
+def salvage_parts(r):
+    """The last salvage run of each kind split by phase, as pseudo steps of
+    their own (seconds only): the two image digests, whose work follows the
+    image file's size (holes are hashed), and the extraction, whose work
+    follows the volume's used blocks and files."""
+    for key, where in (("salvage", ""), ("salvage_mem", ", tmpfs")):
+        ph = r.get(key + "_phases")
+        if not ph:
+            continue
+        r[key + ":digests"] = {"seconds": ph.get("image_digest_before", 0) + ph.get("image_digest_after", 0),
+                               "name": "rfsck salvage%s: the two image digests (last run)" % where}
+        r[key + ":extract"] = {"seconds": ph.get("extract", 0),
+                               "name": "rfsck salvage%s: extraction (last run)" % where}
+
+
+PARTS = ("salvage:digests", "salvage:extract", "salvage_mem:digests", "salvage_mem:extract")
 
 
 def main():
@@ -126,6 +144,8 @@ def main():
     everything = res
     scale = [r for r in res if r.get("scale_only")]
     res = [r for r in res if not r.get("scale_only")]
+    for r in res:
+        salvage_parts(r)
     out = []
     p = out.append
     p("### Images")
@@ -171,6 +191,9 @@ def main():
             ("`rfsck salvage -q IMAGE DIR`%s" % salvage_note(r), r["salvage"],
              "%.2f x read" % ratio(r["salvage"]["seconds"], rd)),
         ]
+        if r.get("salvage_mem"):
+            rows.append(("`rfsck salvage -q IMAGE DIR`, DIR on tmpfs%s" % salvage_note(r, "salvage_mem"),
+                         r["salvage_mem"], "%.2f x read" % ratio(r["salvage_mem"]["seconds"], rd)))
         if r.get("check_warm") and r.get("dry_warm"):
             ph = r.get("dry_warm_phases") or {}
             rows += [
@@ -248,6 +271,13 @@ def main():
                 1e6 * x["seconds"] / ub_a, 1e6 * y["seconds"] / ub_b,
                 ratio(y["peak_kib"], x["peak_kib"]), x["peak_kib"] * 1024 / a["blocks"],
                 y["peak_kib"] * 1024 / b["blocks"]))
+        for key in PARTS:
+            if key not in a or key not in b:
+                continue
+            x, y = a[key], b[key]
+            p("| %s | %s | %s | x%.2f | n/a | n/a | %.1f -> %.1f | n/a | n/a |" % (
+                x["name"], fmt_t(x), fmt_t(y), ratio(y["seconds"], x["seconds"]),
+                1e6 * x["seconds"] / ub_a, 1e6 * y["seconds"] / ub_b))
         p("")
     # targets on the largest image
     b = res[-1]
@@ -292,6 +322,20 @@ def main():
             p("| %s growth %s -> %s linear or better | time x%.2f for x%.1f blocks (x%.2f used blocks)%s | %s |" % (
                 name, a["image"], b["image"], g, blk, used, cpu,
                 "yes" if g <= used * 1.15 else "**no** (x%.2f per used block)" % (g / used)))
+        # salvage by phase, each against what its work follows
+        files = ratio(b["files"] or 0, a["files"] or 0)
+        for key in PARTS:
+            if key not in a or key not in b:
+                continue
+            g = ratio(b[key]["seconds"], a[key]["seconds"])
+            if key.endswith(":digests"):
+                size = ratio(b["bytes"], a["bytes"])
+                p("| %s: growth linear in the image file's size (every byte is hashed) | time x%.2f for x%.1f bytes | %s |" % (
+                    a[key]["name"], g, size, "yes" if g <= size * 1.15 else "**no** (x%.2f per byte)" % (g / size)))
+            else:
+                p("| %s: growth linear in used blocks and files | time x%.2f for x%.2f used blocks, x%.2f files | %s |" % (
+                    a[key]["name"], g, used, files,
+                    "yes" if g <= max(used, files) * 1.15 else "**no** (x%.2f per used block)" % (g / used)))
         for key, name in (("check", "rfsck check"), ("dry", "rfsck rebuild --dry-run"),
                           ("rebuild", "rfsck rebuild --output"), ("inplace", "rfsck rebuild in place")):
             ma = a[key]["peak_kib"] / a["blocks"]
