@@ -71,6 +71,7 @@ struct rfs_dev {
 	struct rfs_error sticky;      /* first write-path failure */
 	uint8_t *scratch;             /* originals for one undo batch */
 	size_t scratch_blocks;
+	uint64_t generation;          /* rfs_dev_generation */
 	bool tracking;                /* remember which blocks were written */
 	struct u64set written_set;
 };
@@ -410,6 +411,7 @@ rfs_status rfs_dev_set_block_size(struct rfs_dev *dev, uint32_t bs, struct rfs_e
 		if (st)
 			return st;
 	}
+	dev->generation++;
 	cache_free(dev);
 	free(dev->scratch);
 	dev->scratch = NULL;
@@ -430,6 +432,7 @@ rfs_status rfs_dev_set_size(struct rfs_dev *dev, uint64_t size, struct rfs_error
 	if (ftruncate(dev->fd, (off_t)(dev->offset + size)) != 0)
 		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "setting the size of the output");
 	dev->size = size;
+	dev->generation++;
 	/* Blocks past a shrunken end must not be served from the cache. */
 	memset(dev->cache_used, 0, (size_t)dev->cache_sets * CACHE_WAYS * sizeof(uint64_t));
 	return RFS_OK;
@@ -699,6 +702,7 @@ static rfs_status write_chunk(struct rfs_dev *dev, size_t n, const uint64_t *blk
 rfs_status rfs_dev_write_batch(struct rfs_dev *dev, size_t n, const uint64_t *blks,
 			       const void *const *bufs, struct rfs_error *err)
 {
+	dev->generation++;   /* first: a refused write may follow an edit in place */
 	if (!(dev->flags & (RFS_DEV_WRITE | RFS_DEV_DRY_RUN)))
 		return rfs_error_set(err, RFS_ERR_READONLY, n ? blks[0] : RFS_NO_BLOCK,
 				     "the image was opened read-only");
@@ -770,6 +774,7 @@ rfs_status rfs_dev_set_identity(struct rfs_dev *dev, uint64_t off, uint32_t len,
 rfs_status rfs_dev_overlay_put(struct rfs_dev *dev, uint64_t blk, const void *buf,
 			       struct rfs_error *err)
 {
+	dev->generation++;
 	rfs_status st = check_range(dev, blk, 1, err);
 	if (st)
 		return st;
@@ -785,6 +790,11 @@ rfs_status rfs_dev_overlay_blocks(const struct rfs_dev *dev, uint64_t **blocks, 
 				  struct rfs_error *err)
 {
 	return io_overlay_list(&dev->overlay, blocks, n, err);
+}
+
+uint64_t rfs_dev_generation(const struct rfs_dev *dev)
+{
+	return dev->generation;
 }
 
 void rfs_dev_get_stats(const struct rfs_dev *dev, struct rfs_dev_stats *st)

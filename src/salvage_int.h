@@ -122,6 +122,8 @@ struct salvage_sink {
 	uint64_t hole_hashed;
 	uint64_t written;            /* data bytes written */
 	uint64_t reached;            /* end of the last piece delivered */
+	uint64_t data_end;           /* end of the furthest data written: the
+				      * length of the file, created empty */
 	int write_errno;             /* first write failure */
 };
 int salvage_sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len);

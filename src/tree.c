@@ -48,6 +48,11 @@ static void keep_first_rebuild_fault(void *c, const struct rfs_fault *f)
 	}
 }
 
+static int node_level(const struct rfs_cursor *cur, int d)
+{
+	return cur->lv[d].buf[0] | cur->lv[d].buf[1] << 8;
+}
+
 /* Reads block blk into level d of the path and checks it is a valid node of
  * the given level (0 = take the level from the block, for the root). */
 static rfs_status load_node(struct rfs_cursor *cur, int d, uint64_t blk, int level,
@@ -55,6 +60,15 @@ static rfs_status load_node(struct rfs_cursor *cur, int d, uint64_t blk, int lev
 {
 	struct rfs_fs *fs = cur->fs;
 	struct rfs_cursor_level *lv = &cur->lv[d];
+	uint64_t gen = rfs_dev_generation(fs->dev);
+	if (lv->valid_gen == gen + 1 && lv->block == blk && level != RFS_LEVEL_LEAF) {
+		int held = node_level(cur, d);
+		if (level == 0 ? held > RFS_LEVEL_LEAF : held == level) {
+			lv->pos = 0;
+			return RFS_OK;
+		}
+	}
+	lv->valid_gen = 0;   /* buf is about to change */
 	if (blk >= fs->sb.block_count) {
 		cur->last_problem = PR_NODE_OUT_OF_RANGE;
 		return rfs_error_set(err, RFS_ERR_CORRUPT, blk,
@@ -100,12 +114,9 @@ static rfs_status load_node(struct rfs_cursor *cur, int d, uint64_t blk, int lev
 	lv->block = blk;
 	lv->nr = bh.nr_items;
 	lv->pos = 0;
+	if (level > RFS_LEVEL_LEAF)
+		lv->valid_gen = gen + 1;
 	return RFS_OK;
-}
-
-static int node_level(const struct rfs_cursor *cur, int d)
-{
-	return cur->lv[d].buf[0] | cur->lv[d].buf[1] << 8;
 }
 
 /* Child index in internal node d for key: the number of keys <= key. */

@@ -146,6 +146,13 @@ void rfs_dev_track_writes(struct rfs_dev *dev);
 rfs_status rfs_dev_written_blocks(const struct rfs_dev *dev, uint64_t **blocks, size_t *n,
 				  struct rfs_error *err);
 
+/* A number that changes (it only grows) whenever what a block read returns
+ * may change: at every write or overlay put attempted, refused or failed ones
+ * included, and when the size or block size changes.  A copy of a block read
+ * while the generation had one value is what a read returns as long as it
+ * keeps that value (tree.c keeps its internal nodes by it). */
+uint64_t rfs_dev_generation(const struct rfs_dev *dev);
+
 /* Counters for reports and benchmarks. */
 struct rfs_dev_stats {
 	uint64_t blocks_read;        /* blocks handed to callers (any source) */

@@ -8,6 +8,14 @@
  * validation of src/node.c.  A node that fails is an RFS_ERR_CORRUPT naming
  * the block and the problem code, never a crash.
  *
+ * An internal node the cursor already holds, validated, is not read again
+ * while the device's generation (rfs_dev_generation) is unchanged: a seek per
+ * file (salvage, ls, cat) then reads and validates only the leaf.  So a
+ * caller that edits an internal node in the cursor's copy must write it
+ * through the device (which moves the generation), as repair_entry.c does;
+ * leaves are always read again, since callers edit the leaf copy and may
+ * leave it unwritten.
+ *
  * Position: a cursor is at an item (leaf level, 0 <= pos < nr), or before the
  * first item of the tree (pos == -1), or past the end (at_end).
  */
@@ -24,6 +32,8 @@ struct rfs_cursor_level {
 	int pos;                     /* child index (internal) or item index (leaf) */
 	int nr;                      /* keys (internal) or items (leaf) */
 	uint8_t *buf;
+	uint64_t valid_gen;          /* internal node: buf is block, validated, at
+				      * device generation valid_gen - 1; 0 = not */
 };
 
 struct rfs_cursor {

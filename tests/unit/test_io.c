@@ -250,7 +250,12 @@ static void test_readonly_and_flags(void **state)
 	assert_int_equal(rfs_dev_read_block(dev, 7, buf, &err), RFS_OK);
 	assert_memory_equal(buf, orig + 7 * BS, BS);
 	memset(buf, 0, BS);
+	uint64_t gen = rfs_dev_generation(dev);
+	assert_int_equal(rfs_dev_read_block(dev, 6, buf, &err), RFS_OK);
+	assert_true(rfs_dev_generation(dev) == gen);   /* reads leave it */
 	assert_int_equal(rfs_dev_write_block(dev, 1, buf, &err), RFS_ERR_READONLY);
+	/* a refused write moves it too: the caller may have edited a copy */
+	assert_true(rfs_dev_generation(dev) > gen);
 	assert_int_equal(rfs_dev_close(dev, &err), RFS_OK);
 	assert_file_equals(orig, 8 * BS);
 
@@ -285,7 +290,14 @@ static void test_dry_run_overlay(void **state)
 		assert_int_equal(rfs_dev_write_block(dev, order[i], buf, &err), RFS_OK);
 	}
 	memset(buf, 0x77, BS);
+	uint64_t gen = rfs_dev_generation(dev);
 	assert_int_equal(rfs_dev_overlay_put(dev, 3, buf, &err), RFS_OK);
+	assert_true(rfs_dev_generation(dev) > gen);
+	gen = rfs_dev_generation(dev);
+	assert_int_equal(rfs_dev_write_block(dev, 14, buf, &err), RFS_OK);   /* dry run: overlay */
+	assert_true(rfs_dev_generation(dev) > gen);
+	memset(buf, 0x43, BS);
+	assert_int_equal(rfs_dev_write_block(dev, 14, buf, &err), RFS_OK);
 	assert_int_equal(rfs_dev_read_block(dev, 9, buf, &err), RFS_OK);
 	assert_int_equal(buf[100], 0x40);	/* overlay beats the cache */
 	assert_int_equal(rfs_dev_read_run(dev, 2, 4, run, NULL, &err), RFS_OK);

@@ -844,6 +844,48 @@ static bool obj_present(struct rfs_fs *fs, const struct obj *x)
 	return exact;
 }
 
+/* One cursor kept across commits that split leaves and internal nodes and
+ * grow the tree: every object inserted so far is found after each commit.
+ * The cursor keeps the internal nodes it validated (tree.h) until the
+ * device is written; a cursor that kept them past a write would follow the
+ * old child pointers and miss objects that moved. */
+static void test_cursor_across_commits(void **state)
+{
+	(void)state;
+	if (!have_mkfs)
+		skip();
+	enum { ROUNDS = 6, PER = 120 };
+	static struct obj v[ROUNDS * PER];
+	struct rfs_fs *fs = open_fs(true, false, 0);
+	struct rfs_tedit *te = open_te(fs, true);
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	struct rfs_cursor cur;
+	assert_int_equal(rfs_cursor_init(fs, &cur, &err), RFS_OK);
+	int n = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < PER; i++, n++) {
+			/* interleaved keys, so later rounds split the leaves and
+			 * nodes the cursor already holds */
+			v[n] = (struct obj){ .d = 6000 + (uint32_t)(i * ROUNDS + r), .tail = 150,
+					     .seed = (uint8_t)n };
+			insert_obj(te, &v[n]);
+		}
+		commit(te);
+		for (int i = 0; i < n; i++) {
+			struct rfs_key k = { v[i].d, v[i].o, 0, RFS_TYPE_STAT };
+			bool exact = false;
+			assert_int_equal(rfs_cursor_seek(&cur, &k, &exact, &err), RFS_OK);
+			if (!exact)
+				fail_msg("round %d: [%u %u] not found", r, v[i].d, v[i].o);
+		}
+	}
+	assert_true(cur.height >= 3);
+	rfs_cursor_free(&cur);
+	rfs_tedit_close(te);
+	close_fs(fs);
+}
+
 static void test_journal_crash(void **state)
 {
 	(void)state;
@@ -1016,6 +1058,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dir_entries, setup),
 		cmocka_unit_test_setup(test_objectid_map, setup),
 		cmocka_unit_test_setup(test_refusals, setup),
+		cmocka_unit_test_setup(test_cursor_across_commits, setup),
 		cmocka_unit_test_setup(test_journal_crash, setup),
 		cmocka_unit_test_setup(test_hash_detect, setup),
 	};
