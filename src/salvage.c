@@ -67,6 +67,8 @@ struct run {
 	struct rfs_error *err;       /* the operational failure, if any */
 	bool orphans;                /* walking the damaged-tree mode's orphans */
 	magic_t magic;               /* libmagic, for the orphans' extensions */
+	struct rfs_sha256_worker *hasher;   /* files' digests; NULL: in this thread */
+	struct salvage_queue queue;  /* manifest lines waiting for them */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -207,11 +209,16 @@ int salvage_sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
 		s->written += len;
 		if (off + len > s->data_end)
 			s->data_end = off + len;
-		if (s->hashing)
+		if (s->hashing && s->worker)
+			rfs_sha256_worker_data(s->worker, data, len);
+		else if (s->hashing)
 			rfs_sha256_update(&s->sha, data, len);
 	} else if (s->hashing) {
 		if (s->hole_hashed + len > SALVAGE_HOLE_HASH_MAX) {
 			s->hashing = false;
+		} else if (s->worker) {
+			s->hole_hashed += len;
+			rfs_sha256_worker_zeros(s->worker, len);
 		} else {
 			s->hole_hashed += len;
 			for (size_t left = len; left;) {
@@ -234,15 +241,22 @@ static rfs_status extract_dir(struct run *r, const struct rfs_object *dir, int d
 static rfs_status read_target(struct run *r, const struct rfs_object *obj, struct strbuf *out,
 			      struct rfs_error *err);
 
-/* Writes one record (manifest + body file); a failure is operational. */
-static rfs_status emit(struct run *r, struct salvage_record *rec)
+static rfs_status queue_error(struct run *r, rfs_status st)
 {
-	rfs_status st = salvage_record_write(r->opt->manifest, r->opt->bodyfile, rec);
 	if (st == RFS_ERR_IO)
 		return rfs_error_sys(r->err, errno, RFS_NO_BLOCK, "writing the manifest or body file");
+	if (st == RFS_ERR_INVALID)
+		return rfs_error_set(r->err, st, RFS_NO_BLOCK, "a file's digest was lost");
 	if (st)
 		return rfs_error_set(r->err, st, RFS_NO_BLOCK, "manifest record");
 	return RFS_OK;
+}
+
+/* Writes one record (manifest + body file), or queues it behind a digest
+ * still being computed; a failure is operational. */
+static rfs_status emit(struct run *r, struct salvage_record *rec)
+{
+	return queue_error(r, salvage_queue_emit(&r->queue, rec));
 }
 
 /* Adds the ranges a rebuild from scanned leaves could not find ("[[a,b],...]")
@@ -324,7 +338,6 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		return out_error(r, errno, opath, "cannot create file");
 	salvage_record_rename(opath, used);
 	struct salvage_sink s = { .fd = a.fd, .hashing = true };
-	rfs_sha256_init(&s.sha);
 	uint64_t size = obj->sd.size;
 	uint64_t max = rfs_max_file_size(r->fs, obj->sd.version);
 	if (size > max) {
@@ -338,6 +351,18 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		}
 		size = max;
 	}
+	/* The digest thread hashes this file while the walk goes on.  A small
+	 * file is hashed here while the thread is far behind (in the hole of a
+	 * large file): the walk goes on instead of waiting for buffers, and
+	 * its line waits in the queue.  A job the thread cannot open (never
+	 * expected: see SALVAGE_HASHER_SLOTS) is hashed here too. */
+	uint64_t job = 0;
+	if (r->hasher && (size > SALVAGE_INLINE_MAX ||
+			  rfs_sha256_worker_backlog(r->hasher) < SALVAGE_HASHER_BEHIND) &&
+	    rfs_sha256_worker_open(r->hasher, &job) == RFS_OK)
+		s.worker = r->hasher;
+	else
+		rfs_sha256_init(&s.sha);
 	rfs_status st = salvage_body_read(&r->cur, obj, size, salvage_sink_piece, &s, &rec->miss);
 	if (!st && r->opt->missing_ranges) {
 		char *ranges = r->opt->missing_ranges(r->opt->missing_ctx, obj->dir_id, obj->objectid);
@@ -345,6 +370,10 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 			st = add_rebuild_missing(&rec->miss, ranges);
 		free(ranges);
 	}
+	/* the same condition as below: a digest only for a file read whole */
+	bool whole = !st && !s.write_errno && !rec->miss.n && !rec->miss.skipped_items;
+	if (s.worker)
+		rfs_sha256_worker_close(s.worker, whole && s.hashing);
 	if (s.write_errno) {
 		close(a.fd);
 		return out_error(r, s.write_errno, opath, "write failed");
@@ -380,7 +409,13 @@ static rfs_status extract_file(struct run *r, int dirfd, const char *oname, stru
 		return out_error(r, e, opath, "cannot set the file size");
 	}
 	r->t->bytes += s.written;
-	if (s.hashing) {
+	if (s.hashing && s.worker) {
+		/* placeholder digits; the queue writes the digest over them */
+		memset(rec->sha256, '0', RFS_SHA256_HEX_LEN);
+		rec->sha256[RFS_SHA256_HEX_LEN] = 0;
+		rec->have_sha256 = true;
+		rec->sha_job = job;
+	} else if (s.hashing) {
 		uint8_t d[RFS_SHA256_LEN];
 		rfs_sha256_final(&s.sha, d);
 		rfs_sha256_hex(d, rec->sha256);
@@ -627,6 +662,9 @@ static rfs_status extract_entry(struct run *r, int dirfd, const struct rfs_diren
 		goto out;
 	salvage_record_blocks(&r->cur, &rec);
 	if (obj.sd.nlink > 1 && linkable) {
+		/* the later names' lines carry the digest too */
+		if ((st = queue_error(r, salvage_queue_digest_now(&r->queue, &rec))))
+			goto out;
 		char *rel = strdup(sb_str(opath));
 		char *sha = rec.have_sha256 ? strdup(rec.sha256) : NULL;
 		if (!rel || (rec.have_sha256 && !sha)) {
@@ -753,12 +791,18 @@ rfs_status salvage_run(struct rfs_fs *fs, const struct salvage_options *opt,
 		       struct salvage_totals *totals, struct rfs_error *err)
 {
 	struct run r = { .fs = fs, .opt = opt, .t = totals, .err = err,
-			 .depth_max = SALVAGE_DEPTH_MAX };
+			 .depth_max = SALVAGE_DEPTH_MAX,
+			 .queue = { .manifest = opt->manifest, .bodyfile = opt->bodyfile } };
 	struct strbuf ipath = STRBUF_INIT, opath = STRBUF_INIT;
 	int rootfd = -1;
 	rfs_status st = rfs_cursor_init(fs, &r.cur, err);
 	if (st)
 		return st;
+	/* Without a second thread the digests are computed here, as before. */
+	struct rfs_error werr;
+	if (rfs_sha256_worker_start(&r.hasher, SALVAGE_HASHER_SLOTS, &werr))
+		r.hasher = NULL;
+	r.queue.worker = r.hasher;
 	/* One descriptor per level: stay well inside the limit. */
 	long maxfd = sysconf(_SC_OPEN_MAX);
 	if (maxfd > 0 && maxfd - 64 < r.depth_max)
@@ -813,6 +857,14 @@ rfs_status salvage_run(struct rfs_fs *fs, const struct salvage_options *opt,
 	if (!st && (opt->orphan_dir_id || opt->orphan_objectid))
 		st = extract_orphans(&r);
 out:
+	/* what was emitted reaches the manifest, after a failure too */
+	{
+		rfs_status qs = salvage_queue_flush(&r.queue, true);
+		if (qs && !st)
+			st = queue_error(&r, qs);
+	}
+	salvage_queue_free(&r.queue);
+	rfs_sha256_worker_stop(r.hasher);
 	if (st == RFS_ERR_NOMEM)
 		rfs_error_set(err, st, RFS_NO_BLOCK, "out of memory");
 	if (rootfd >= 0 && close(rootfd) && !st)

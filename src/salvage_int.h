@@ -14,6 +14,7 @@
 #include "rfs/salvage.h"
 #include "rfs/sha256.h"
 #include "rfs/strbuf.h"
+#include "sha256_worker.h"
 
 /* Byte ranges of a file that could not be read: pairs [from, to) in v. */
 struct salvage_missing {
@@ -36,6 +37,10 @@ struct salvage_record {
 	bool name_escaped;
 	char sha256[RFS_SHA256_HEX_LEN + 1];
 	bool have_sha256;
+	uint64_t sha_job;            /* nonzero: sha256 is still being computed,
+				      * by that job of the digest thread
+				      * (src/sha256_worker.h); the manifest line
+				      * waits for it */
 	struct strbuf target;        /* symlink target bytes (owned) */
 	struct salvage_missing miss; /* byte ranges that could not be read */
 	const char *hardlink_of;     /* OUTDIR-relative first path (not owned) */
@@ -110,14 +115,53 @@ void salvage_set_attrs_at(bool chown, int dirfd, const char *name, const struct 
 /* Appends the manifest line and the body-file line.  RFS_ERR_IO (errno set)
  * when a stream fails, RFS_ERR_NOMEM. */
 rfs_status salvage_record_write(FILE *manifest, FILE *bodyfile, const struct salvage_record *rec);
+/* The same two lines (each ending in a newline) appended to manifest and
+ * body; *sha_at is where in manifest the 64 hex digits of "sha256" start
+ * (SIZE_MAX without one), for a digest that is filled in later. */
+rfs_status salvage_record_format(const struct salvage_record *rec, struct strbuf *manifest,
+				 struct strbuf *body, size_t *sha_at);
+
+/* Records waiting for their files' digests (src/salvage_queue.c), and the
+ * records after them: the manifest keeps the walk's order. */
+enum {
+	SALVAGE_QUEUE_MAX = 65536,
+	SALVAGE_QUEUE_BYTES = 32 << 20,
+	SALVAGE_HASHER_SLOTS = SALVAGE_QUEUE_MAX + 16,
+	/* files up to this size are hashed by the walk itself while the digest
+	 * thread has more than SALVAGE_HASHER_BEHIND bytes (about 40 ms) to do */
+	SALVAGE_INLINE_MAX = 1 << 20,
+	SALVAGE_HASHER_BEHIND = 64 << 20,
+};
+struct salvage_queued;
+struct salvage_queue {
+	struct rfs_sha256_worker *worker;   /* NULL: no record ever waits */
+	FILE *manifest, *bodyfile;
+	struct salvage_queued *v;    /* ring of SALVAGE_QUEUE_MAX */
+	size_t head, n;
+	size_t bytes;                /* of the lines waiting */
+};
+/* Writes rec's lines, or queues them while rec->sha_job or an earlier
+ * record is not done; writes what became ready.  Errors as
+ * salvage_record_write's; RFS_ERR_INVALID for a digest that never came. */
+rfs_status salvage_queue_emit(struct salvage_queue *q, const struct salvage_record *rec);
+/* Writes the records whose digests are ready, in order; with all, waits for
+ * every one. */
+rfs_status salvage_queue_flush(struct salvage_queue *q, bool all);
+/* Waits for rec's digest and puts it into rec->sha256 (a hard link's later
+ * names need it). */
+rfs_status salvage_queue_digest_now(struct salvage_queue *q, struct salvage_record *rec);
+/* Drops what still waits. */
+void salvage_queue_free(struct salvage_queue *q);
 
 /* Where regular file data goes (src/salvage.c): pwrite at its offset, holes
  * skipped, the SHA-256 of data and holes (holes up to SALVAGE_HOLE_HASH_MAX
- * bytes, then no digest).  salvage_sink_piece is an rfs_data_fn. */
+ * bytes, then no digest), in sha or by the digest thread's open job.
+ * salvage_sink_piece is an rfs_data_fn. */
 #define SALVAGE_HOLE_HASH_MAX (UINT64_C(4) << 30)
 struct salvage_sink {
 	int fd;
-	struct rfs_sha256 sha;
+	struct rfs_sha256 sha;       /* without worker */
+	struct rfs_sha256_worker *worker;   /* when set, the digest is its open job's */
 	bool hashing;                /* digest still meaningful */
 	uint64_t hole_hashed;
 	uint64_t written;            /* data bytes written */

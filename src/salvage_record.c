@@ -295,7 +295,7 @@ static rfs_status body_name(struct strbuf *out, const uint8_t *b, size_t n)
 	return st;
 }
 
-static rfs_status body_line(FILE *f, const struct salvage_record *rec)
+static rfs_status body_line(struct strbuf *out, const struct salvage_record *rec)
 {
 	struct strbuf name = STRBUF_INIT;
 	const uint8_t *ip = (const uint8_t *)(rec->ipath->len ? rec->ipath->buf : "/");
@@ -317,16 +317,17 @@ static rfs_status body_line(FILE *f, const struct salvage_record *rec)
 	char mode[13];
 	tsk_mode(rec, mode);
 	const struct rfs_stat *sd = &rec->obj.sd;
-	int w = fprintf(f, "0|%s|%u|%s|%u|%u|%llu|%u|%u|%u|0\n", sb_str(&name), rec->objectid, mode,
-			rec->have_obj ? sd->uid : 0, rec->have_obj ? sd->gid : 0,
-			rec->have_obj ? (unsigned long long)sd->size : 0ull,
-			rec->have_obj ? sd->atime : 0, rec->have_obj ? sd->mtime : 0,
-			rec->have_obj ? sd->ctime : 0);
+	st = sb_addf(out, "0|%s|%u|%s|%u|%u|%llu|%u|%u|%u|0\n", sb_str(&name), rec->objectid, mode,
+		     rec->have_obj ? sd->uid : 0, rec->have_obj ? sd->gid : 0,
+		     rec->have_obj ? (unsigned long long)sd->size : 0ull,
+		     rec->have_obj ? sd->atime : 0, rec->have_obj ? sd->mtime : 0,
+		     rec->have_obj ? sd->ctime : 0);
 	sb_free(&name);
-	return w < 0 ? RFS_ERR_IO : RFS_OK;
+	return st;
 }
 
-rfs_status salvage_record_write(FILE *manifest, FILE *bodyfile, const struct salvage_record *rec)
+rfs_status salvage_record_format(const struct salvage_record *rec, struct strbuf *manifest,
+				 struct strbuf *body, size_t *sha_at)
 {
 	json_t *o = manifest_line(rec);
 	if (!o)
@@ -335,9 +336,28 @@ rfs_status salvage_record_write(FILE *manifest, FILE *bodyfile, const struct sal
 	json_decref(o);
 	if (!s)
 		return RFS_ERR_NOMEM;
-	int w = fprintf(manifest, "%s\n", s);
+	size_t base = manifest->len;
+	rfs_status st = sb_adds(manifest, s);
+	if (!st)
+		st = sb_add(manifest, "\n", 1);
+	/* Every quote inside a string value is escaped (\"), so this can only
+	 * be the key itself. */
+	static const char key[] = "\"sha256\":\"";
+	const char *at = rec->have_sha256 ? strstr(s, key) : NULL;
+	*sha_at = at ? base + (size_t)(at - s) + sizeof(key) - 1 : SIZE_MAX;
 	free(s);
-	if (w < 0)
-		return RFS_ERR_IO;
-	return body_line(bodyfile, rec);
+	return st ? st : body_line(body, rec);
+}
+
+rfs_status salvage_record_write(FILE *manifest, FILE *bodyfile, const struct salvage_record *rec)
+{
+	struct strbuf m = STRBUF_INIT, b = STRBUF_INIT;
+	size_t sha_at;
+	rfs_status st = salvage_record_format(rec, &m, &b, &sha_at);
+	if (!st && (fwrite(m.buf, 1, m.len, manifest) != m.len ||
+		    fwrite(b.buf, 1, b.len, bodyfile) != b.len))
+		st = RFS_ERR_IO;
+	sb_free(&m);
+	sb_free(&b);
+	return st;
 }
