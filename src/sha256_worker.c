@@ -150,6 +150,18 @@ static void *worker_main(void *arg)
 
 /* ---- the caller's side ---------------------------------------------------- */
 
+/* Everything but the thread, which is not running (any more). */
+static void worker_free(struct rfs_sha256_worker *w)
+{
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->work);
+	pthread_cond_destroy(&w->space);
+	pthread_cond_destroy(&w->done);
+	free(w->mem);
+	free(w->slots);
+	free(w);
+}
+
 rfs_status rfs_sha256_worker_start(struct rfs_sha256_worker **out, size_t nslots,
 				   struct rfs_error *err)
 {
@@ -186,13 +198,7 @@ rfs_status rfs_sha256_worker_start(struct rfs_sha256_worker **out, size_t nslots
 	pthread_cond_init(&w->done, NULL);
 	int e = pthread_create(&w->thread, NULL, worker_main, w);
 	if (e) {
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->work);
-		pthread_cond_destroy(&w->space);
-		pthread_cond_destroy(&w->done);
-		free(w->mem);
-		free(w->slots);
-		free(w);
+		worker_free(w);
 		return rfs_error_sys(err, e, RFS_NO_BLOCK, "starting the digest thread");
 	}
 	*out = w;
@@ -208,13 +214,7 @@ void rfs_sha256_worker_stop(struct rfs_sha256_worker *w)
 	pthread_cond_broadcast(&w->work);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->work);
-	pthread_cond_destroy(&w->space);
-	pthread_cond_destroy(&w->done);
-	free(w->mem);
-	free(w->slots);
-	free(w);
+	worker_free(w);
 }
 
 /* Hands the chunk being filled to the worker (nothing when it is empty). */

@@ -67,7 +67,9 @@ void rfs_sha256_worker_zeros(struct rfs_sha256_worker *w, uint64_t n);
 void rfs_sha256_worker_close(struct rfs_sha256_worker *w, bool keep);
 
 /* Bytes (data and zeros) given to the worker and not hashed yet: how far
- * behind the caller it is. */
+ * behind the caller it is.  Counted per chunk: a chunk's bytes leave the
+ * count when the worker is done with the whole chunk, which may be just
+ * after the digests of its jobs can be read. */
 uint64_t rfs_sha256_worker_backlog(struct rfs_sha256_worker *w);
 
 /* The digest of job id (closed with keep).  With wait, waits for it; without,

@@ -11,10 +11,7 @@
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_xorshift(&rng);
 }
 
 /* Members clustered so some chunks pass ARRAY_MAX and others stay small. */

@@ -26,4 +26,14 @@ static inline void put_le64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* xorshift64: deterministic pseudo-random numbers (*s must not be 0), so a
+ * failing test fails the same way every run. */
+static inline uint64_t test_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 #endif
