@@ -133,17 +133,13 @@ static void reader_stop(struct reader_ahead *ra)
 	close(ra->fd);
 }
 
-/* Hashes the zeros of a hole [pos, end), zeros holding len of them;
- * returns end (pos when end <= pos). */
-static off_t hash_zeros(struct rfs_sha256 *c, const uint8_t *zeros, size_t len, off_t pos,
-			off_t end)
+/* Hashes the zeros of a hole [pos, end); returns end (pos when end <= pos). */
+static off_t hash_zeros(struct rfs_sha256 *c, off_t pos, off_t end)
 {
-	while (pos < end) {
-		size_t n = (uint64_t)(end - pos) > len ? len : (size_t)(end - pos);
-		rfs_sha256_update(c, zeros, n);
-		pos += (off_t)n;
-	}
-	return pos;
+	if (end <= pos)
+		return pos;
+	rfs_sha256_zeros(c, (uint64_t)(end - pos));
+	return end;
 }
 
 rfs_status rfs_image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
@@ -152,10 +148,8 @@ rfs_status rfs_image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return rfs_error_sys(err, errno, RFS_NO_BLOCK, "%s: cannot open for hashing", path);
-	uint8_t *buf = malloc(CHUNK), *zeros = calloc(1, CHUNK);
-	if (!buf || !zeros) {
-		free(buf);
-		free(zeros);
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf) {
 		close(fd);
 		return rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "hash buffer");
 	}
@@ -170,7 +164,7 @@ rfs_status rfs_image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
 	off_t pos = 0, start, end;
 	bool eof = false;
 	while (!st && !eof && cli_next_data(fd, pos, &seekable, &start, &end)) {
-		pos = hash_zeros(&c, zeros, CHUNK, pos, start);   /* the hole before it */
+		pos = hash_zeros(&c, pos, start);   /* the hole before it */
 		while (!st && (end < 0 || pos < end)) {
 			size_t want = end < 0 || end - pos > CHUNK ? CHUNK : (size_t)(end - pos);
 			ssize_t n = pread(fd, buf, want, pos);
@@ -193,11 +187,10 @@ rfs_status rfs_image_digest(const char *path, char hex[RFS_SHA256_HEX_LEN + 1],
 	}
 	/* a trailing hole: SEEK_DATA says ENXIO after the last extent */
 	if (!st && seekable && fstat(fd, &sb) == 0)
-		pos = hash_zeros(&c, zeros, CHUNK, pos, sb.st_size);
+		pos = hash_zeros(&c, pos, sb.st_size);
 	if (ahead)
 		reader_stop(&ra);
 	free(buf);
-	free(zeros);
 	close(fd);
 	if (!st) {
 		uint8_t d[RFS_SHA256_LEN];

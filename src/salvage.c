@@ -186,8 +186,6 @@ static void links_free(struct run *r)
 /* ------------------------------------------------------------------------- */
 /* Data of regular files. */
 
-static const uint8_t zeros[65536];
-
 /* Hashing the zeros of holes costs time, not space; beyond
  * SALVAGE_HOLE_HASH_MAX hole bytes a file's digest is left out rather than
  * letting a fuzzed size of 2^41 keep salvage busy for an hour. */
@@ -216,16 +214,12 @@ int salvage_sink_piece(void *c, uint64_t off, const uint8_t *data, size_t len)
 	} else if (s->hashing) {
 		if (s->hole_hashed + len > SALVAGE_HOLE_HASH_MAX) {
 			s->hashing = false;
-		} else if (s->worker) {
-			s->hole_hashed += len;
-			rfs_sha256_worker_zeros(s->worker, len);
 		} else {
 			s->hole_hashed += len;
-			for (size_t left = len; left;) {
-				size_t n = left < sizeof(zeros) ? left : sizeof(zeros);
-				rfs_sha256_update(&s->sha, zeros, n);
-				left -= n;
-			}
+			if (s->worker)
+				rfs_sha256_worker_zeros(s->worker, len);
+			else
+				rfs_sha256_zeros(&s->sha, len);
 		}
 	}
 	s->reached = off + len;

@@ -113,6 +113,16 @@ void rfs_sha256_update(struct rfs_sha256 *c, const void *data, size_t n)
 	}
 }
 
+void rfs_sha256_zeros(struct rfs_sha256 *c, uint64_t n)
+{
+	static const uint8_t zeros[65536];
+	while (n) {
+		size_t k = n < sizeof(zeros) ? (size_t)n : sizeof(zeros);
+		rfs_sha256_update(c, zeros, k);
+		n -= k;
+	}
+}
+
 void rfs_sha256_final(struct rfs_sha256 *c, uint8_t out[RFS_SHA256_LEN])
 {
 	uint64_t bits = c->total * 8;

@@ -11,7 +11,6 @@
  */
 #include "sha256_worker.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -67,8 +66,6 @@ static struct slot *slot_of(struct rfs_sha256_worker *w, uint64_t id)
 
 /* ---- the worker thread --------------------------------------------------- */
 
-static const uint8_t zeros[65536];
-
 static void job_end(struct rfs_sha256_worker *w, bool keep)
 {
 	struct slot *s = slot_of(w, w->job);
@@ -103,13 +100,12 @@ static void hash_chunk(struct rfs_sha256_worker *w, const uint8_t *p, size_t len
 			at += (size_t)arg;
 			break;
 		case MSG_ZEROS:
-			/* a hole of gigabytes: look up now and then whether to stop */
+			/* a hole of gigabytes: look every 64 MiB whether to stop */
 			for (uint64_t left = arg; left;) {
-				size_t n = left < sizeof(zeros) ? (size_t)left : sizeof(zeros);
-				rfs_sha256_update(&w->ctx, zeros, n);
+				uint64_t n = left < (UINT64_C(64) << 20) ? left : UINT64_C(64) << 20;
+				rfs_sha256_zeros(&w->ctx, n);
 				left -= n;
-				if ((left & ((UINT64_C(64) << 20) - 1)) < n &&
-				    atomic_load_explicit(&w->stopping, memory_order_relaxed))
+				if (atomic_load_explicit(&w->stopping, memory_order_relaxed))
 					return;
 			}
 			break;

@@ -28,6 +28,8 @@ struct rfs_sha256 {
 
 void rfs_sha256_init(struct rfs_sha256 *c);
 void rfs_sha256_update(struct rfs_sha256 *c, const void *data, size_t n);
+/* Adds n zero bytes (a hole) without the caller holding a buffer of them. */
+void rfs_sha256_zeros(struct rfs_sha256 *c, uint64_t n);
 void rfs_sha256_final(struct rfs_sha256 *c, uint8_t out[RFS_SHA256_LEN]);
 
 /* Writes the 64 lower-case hex digits of digest and a NUL into hex. */

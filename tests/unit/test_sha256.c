@@ -128,6 +128,37 @@ static int use_portable(void **state)
 	return 0;
 }
 
+/* rfs_sha256_zeros equals updates from a buffer of zeros, after a partial
+ * block and across its own 64 KiB steps; the digest of a million zeros, as
+ * sha256sum prints it, pins the value. */
+static void test_zeros(void **state)
+{
+	(void)state;
+	static const uint64_t lens[] = { 0, 1, 63, 64, 65, 65536, 65536 + 7, (1u << 20) + 3 };
+	static uint8_t z[(1u << 20) + 3];
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct rfs_sha256 a, b;
+		rfs_sha256_init(&a);
+		rfs_sha256_init(&b);
+		rfs_sha256_update(&a, "abc", 3);
+		rfs_sha256_update(&b, "abc", 3);
+		rfs_sha256_update(&a, z, (size_t)lens[i]);
+		rfs_sha256_zeros(&b, lens[i]);
+		uint8_t da[RFS_SHA256_LEN], db[RFS_SHA256_LEN];
+		rfs_sha256_final(&a, da);
+		rfs_sha256_final(&b, db);
+		assert_memory_equal(da, db, RFS_SHA256_LEN);
+	}
+	struct rfs_sha256 c;
+	uint8_t d[RFS_SHA256_LEN];
+	char hex[RFS_SHA256_HEX_LEN + 1];
+	rfs_sha256_init(&c);
+	rfs_sha256_zeros(&c, 1000000);
+	rfs_sha256_final(&c, d);
+	rfs_sha256_hex(d, hex);
+	assert_string_equal(hex, "d29751f2649b32ff572b5e0a9f541ea660a50f94ff0beedfb0b692b924cc8025");
+}
+
 static int use_accel(void **state)
 {
 	(void)state;
@@ -141,12 +172,14 @@ int main(void)
 		cmocka_unit_test(test_fips_vectors),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_selftest),
+		cmocka_unit_test(test_zeros),
 	};
 	const struct CMUnitTest accel[] = {
 		cmocka_unit_test(test_fips_vectors),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_selftest),
 		cmocka_unit_test(test_paths_agree),
+		cmocka_unit_test(test_zeros),
 	};
 	int failed = cmocka_run_group_tests_name("portable", portable, use_portable, NULL);
 	if (!rfs_sha256_accel(true))
