@@ -79,16 +79,36 @@ void rb_release_sets(struct rb_ctx *c)
 	rb_objmap_free(&c->objs);
 }
 
-static double now(void)
+double rb_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+const char *const rb_step_names[RB_STEP_COUNT] = {
+	[RB_STEP_LOOKUP] = "lookup", [RB_STEP_NESTED] = "nested", [RB_STEP_SELECT] = "select",
+	[RB_STEP_NAMESPACE] = "namespace", [RB_STEP_JOURNAL] = "journal", [RB_STEP_EMIT] = "emit",
+	[RB_STEP_FINISH] = "finish", [RB_STEP_BITMAPS] = "bitmaps",
+};
+
+static rfs_status timed(struct rb_ctx *c, enum rb_step step,
+			rfs_status (*fn)(struct rb_ctx *, struct rfs_error *), struct rfs_error *err)
+{
+	double t0 = rb_now();
+	rfs_status st = fn(c, err);
+	c->t_step[step] += rb_now() - t0;
+	return st;
+}
+
+static rfs_status build_lookup(struct rb_ctx *c, struct rfs_error *err)
+{
+	return rfs_index_build_lookup(c->ix, err);
+}
+
 rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error *err)
 {
-	double t0 = now();
+	double t0 = rb_now();
 	char identity[256];
 	bool fresh;
 	rfs_status st = image_identity(c->fs, identity, sizeof(identity), err);
@@ -100,19 +120,19 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 		st = rb_scan(c, err);
 	if (!st)
 		st = rfs_bitmap_status(&c->leaves, "leaf candidates", err);
-	double t1 = now();
+	double t1 = rb_now();
 	c->t_scan = t1 - t0;
 	/* decisions are always made again (cheap); only the scan is resumed */
 	if (!st && c->n.resumed)
 		st = rfs_index_clear_decisions(c->ix, err);
 	if (!st)
-		st = rfs_index_build_lookup(c->ix, err);
+		st = timed(c, RB_STEP_LOOKUP, build_lookup, err);
 	if (!st)
-		st = rb_nested(c, err);
+		st = timed(c, RB_STEP_NESTED, rb_nested, err);
 	if (!st)
 		st = rfs_bitmap_status(&c->nested, "blocks of nested filesystems", err);
 	if (!st)
-		st = rb_select(c, err);
+		st = timed(c, RB_STEP_SELECT, rb_select, err);
 	if (!st)
 		st = rfs_bitmap_status(&c->accepted, "accepted leaves", err);
 	if (!st && c->n.accepted == 0)
@@ -120,8 +140,8 @@ rfs_status rb_decide(struct rb_ctx *c, const char *index_path, struct rfs_error 
 				   "no usable leaf was found (%llu candidates, all rejected); "
 				   "nothing was written", (unsigned long long)c->n.candidates);
 	if (!st)
-		st = rb_namespace(c, err);
-	c->t_decide = now() - t1;
+		st = timed(c, RB_STEP_NAMESPACE, rb_namespace, err);
+	c->t_decide = rb_now() - t1;
 	return st;
 }
 
@@ -148,15 +168,15 @@ static rfs_status bitmaps_fit(const struct rb_ctx *c, struct rfs_error *err)
 
 rfs_status rb_build(struct rb_ctx *c, struct rfs_error *err)
 {
-	double t0 = now();
+	double t0 = rb_now();
 	rfs_status st = c->opt.dry_run ? RFS_OK : bitmaps_fit(c, err);
 	if (!st)
-		st = rb_flush_journal(c, err);
+		st = timed(c, RB_STEP_JOURNAL, rb_flush_journal, err);
 	if (!st)
-		st = rb_emit(c, err);
+		st = timed(c, RB_STEP_EMIT, rb_emit, err);
 	if (!st)
-		st = rb_finish(c, err);
-	c->t_build = now() - t0;
+		st = timed(c, RB_STEP_FINISH, rb_finish, err);
+	c->t_build = rb_now() - t0;
 	return st;
 }
 

@@ -71,6 +71,16 @@ struct rb_counts {
 	bool resumed;
 };
 
+/* The steps of decide and build, timed separately in the report. */
+enum rb_step {
+	RB_STEP_LOOKUP, RB_STEP_NESTED, RB_STEP_SELECT, RB_STEP_NAMESPACE,
+	RB_STEP_JOURNAL, RB_STEP_EMIT, RB_STEP_FINISH, RB_STEP_BITMAPS,
+	RB_STEP_COUNT
+};
+
+/* Their names in the report, in enum order. */
+extern const char *const rb_step_names[RB_STEP_COUNT];
+
 struct rb_ctx {
 	struct rfs_fs *fs;
 	struct rfs_dev *dev;
@@ -115,8 +125,11 @@ struct rb_ctx {
 	struct rb_counts n;
 	struct rfs_progress progress;
 
-	/* wall seconds per stage, for the report and the benchmarks */
-	double t_scan, t_decide, t_build;
+	/* wall seconds per stage, for the report and the benchmarks; t_step
+	 * splits decide and build into their steps (RB_STEP_*), t_check is the
+	 * check pass after the build (set by cmd_rebuild) */
+	double t_scan, t_decide, t_build, t_check;
+	double t_step[RB_STEP_COUNT];
 
 	/* results of emit/finish */
 	uint64_t root;
@@ -161,6 +174,9 @@ rfs_status rb_finish(struct rb_ctx *c, struct rfs_error *err);
  * meta into claimed.  Does nothing for a journal on another device.  Every
  * bitmap block lies on the device: rb_build refused a device without them. */
 rfs_status rb_write_bitmaps(struct rb_ctx *c, struct rfs_error *err);
+
+/* CLOCK_MONOTONIC in seconds, for the stage times. */
+double rb_now(void);
 
 /* What the driver adds to the report after the writes. */
 struct rb_run_result {

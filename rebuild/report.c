@@ -192,8 +192,12 @@ json_t *rb_report_json(struct rb_ctx *c, const struct rb_run_result *r)
 		"leaves", (json_int_t)c->tree_leaves, "kept_in_place", (json_int_t)c->leaves_kept,
 		"new_leaves", (json_int_t)c->leaves_new, "internal_nodes", (json_int_t)c->internal_nodes,
 		"height", (int)c->height + 1, "root", (json_int_t)c->root));
-	json_object_set_new(j, "seconds", json_pack("{s:f, s:f, s:f}", "scan", c->t_scan,
-						       "decide", c->t_decide, "build", c->t_build));
+	json_t *steps = json_object();
+	for (int i = 0; i < RB_STEP_COUNT; i++)
+		json_object_set_new(steps, rb_step_names[i], json_real(c->t_step[i]));
+	json_object_set_new(j, "seconds", json_pack("{s:f, s:f, s:f, s:f, s:o}", "scan", c->t_scan,
+						       "decide", c->t_decide, "build", c->t_build,
+						       "check", c->t_check, "steps", steps));
 	json_object_set_new(j, "repairs_after_build", json_integer((json_int_t)r->repairs));
 	json_object_set_new(j, "blocks_written", json_integer((json_int_t)r->blocks_written));
 	json_object_set_new(j, "written_blocks_sha256", json_string(r->written_sha256));

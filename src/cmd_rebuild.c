@@ -189,7 +189,12 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	/* Nothing was written so far.  From here on the target changes. */
 	if (!o->dry_run && !c->opt.quiet)
 		fprintf(stderr, "rfsck rebuild: writing the new tree\n");
-	if ((st = rb_build(c, err)) || (st = rb_write_bitmaps(c, err)))
+	if ((st = rb_build(c, err)))
+		return st;
+	double t0 = rb_now();
+	st = rb_write_bitmaps(c, err);
+	c->t_step[RB_STEP_BITMAPS] = rb_now() - t0;
+	if (st)
 		return st;
 	/* The check passes build their own per-object table: give back what
 	 * the index's page cache and the build's freed buffers still hold, so
@@ -197,6 +202,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 	sqlite3_db_release_memory(rfs_index_db(c->ix));
 	rb_release_sets(c);
 	malloc_trim(0);
+	t0 = rb_now();
 	struct rfs_check fc;
 	memset(&fc, 0, sizeof(fc));
 	collect_super_faults(c->fs, &fc);
@@ -216,6 +222,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 		st = rfs_journal_analyse(c->fs, false, err);
 	if (!st)
 		st = written_digest(c->dev, r, err);
+	c->t_check = rb_now() - t0;
 	if (st)
 		return st;
 	if (nothing_found) {
@@ -242,6 +249,7 @@ static rfs_status run(struct rb_ctx *c, const struct rebuild_opts *o, struct out
 		}
 	}
 	check_release(&vc);
+	c->t_check = rb_now() - t0;
 	return st;
 }
 
