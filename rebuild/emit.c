@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "keyorder.h"
+#include "leaf_stream.h"
 #include "rebuild.h"
 #include "rfs/bytes.h"
 #include "tree_build.h"
@@ -68,6 +69,7 @@ struct emitter {
 	/* while c->key_ordered the items come from the accepted leaves
 	 * themselves, in lorder's order (keyorder.c), not from items */
 	sqlite3_stmt *walk_q;        /* block, checksum of each leaf in turn */
+	struct rb_leaf_stream walk_rows;  /* walk_q's rows, a batch ahead */
 	uint8_t *walk;               /* that leaf, checked against its checksum */
 	uint64_t walk_blk;
 	uint32_t walk_pos, walk_nr;
@@ -158,17 +160,17 @@ static uint64_t sd_key(const struct emitter *e)
  * or the run stops (as source_item stops on a changed item). */
 static bool walk_next_leaf(struct emitter *e)
 {
-	int rc = sqlite3_step(e->walk_q);
+	uint64_t blk, sum;
+	int rc = rb_leaf_stream_next(&e->walk_rows, &blk, &sum);
 	if (rc != SQLITE_ROW) {
 		if (rc != SQLITE_DONE)
 			e->walk_st = rfs_index_fail(e->c->ix, "accepted leaves", &e->walk_err);
 		return false;
 	}
-	uint64_t blk = col_u64(e->walk_q, 0);
 	e->walk_blk = RFS_NO_BLOCK;
 	if ((e->walk_st = rfs_dev_read_block(e->c->dev, blk, e->walk, &e->walk_err)))
 		return false;
-	if (rb_checksum(e->walk, e->c->bs) != col_u64(e->walk_q, 1)) {
+	if (rb_checksum(e->walk, e->c->bs) != sum) {
 		e->walk_st = rfs_error_set(&e->walk_err, RFS_ERR_CORRUPT, blk,
 					   "leaf %llu changed since the scan; rescan",
 					   (unsigned long long)blk);
@@ -803,9 +805,10 @@ rfs_status rb_emit(struct rb_ctx *c, struct rfs_error *err)
 		creates = (c->objs.flags[i] & (OBJ_SD | OBJ_DIR)) == 0;
 	if (!st && creates)
 		st = rfs_index_build_item_lookup(c->ix, err);
-	if (!st && c->key_ordered)
+	if (!st && c->key_ordered) {
 		st = rfs_index_prepare(c->ix, rb_keyorder_leaves_sql, &e.walk_q, err);
-	else if (!st)
+		rb_leaf_stream_init(&e.walk_rows, e.walk_q, c->dev);
+	} else if (!st)
 		st = rfs_index_prepare(c->ix, items_sql, &e.items, err);
 	if (!st)
 		st = rfs_index_prepare(c->ix, ents_sql, &e.ents, err);

@@ -69,6 +69,7 @@ struct rfs_dev {
 	uint64_t stop_after_write_nth, writes_seen;
 	struct rfs_dev_stats stats;
 	struct rfs_error sticky;      /* first write-path failure */
+	uint8_t *run_buf;             /* rfs_dev_cache_run's read buffer */
 	uint8_t *scratch;             /* originals for one undo batch */
 	size_t scratch_blocks;
 	uint64_t generation;          /* rfs_dev_generation */
@@ -217,6 +218,16 @@ static uint8_t *cache_lookup(struct rfs_dev *dev, uint64_t blk)
 	return NULL;
 }
 
+/* Whether blk is cached, without counting it as a use. */
+static bool cache_peek(const struct rfs_dev *dev, uint64_t blk)
+{
+	size_t base = cache_set_of(dev, blk);
+	for (size_t w = base; w < base + CACHE_WAYS; w++)
+		if (dev->cache_used[w] && dev->cache_blk[w] == blk)
+			return true;
+	return false;
+}
+
 /* Stores blk's file content, replacing the least recently used way. */
 static void cache_store(struct rfs_dev *dev, uint64_t blk, const uint8_t *data)
 {
@@ -351,6 +362,7 @@ static void dev_free(struct rfs_dev *dev)
 	io_overlay_free(&dev->overlay);
 	rfs_mapfile_free(dev->map);
 	free(dev->scratch);
+	free(dev->run_buf);
 	u64set_free(&dev->written_set);
 	free(dev);
 }
@@ -414,6 +426,8 @@ rfs_status rfs_dev_set_block_size(struct rfs_dev *dev, uint32_t bs, struct rfs_e
 	dev->generation++;
 	cache_free(dev);
 	free(dev->scratch);
+	free(dev->run_buf);
+	dev->run_buf = NULL;
 	dev->scratch = NULL;
 	dev->scratch_blocks = 0;
 	dev->bs = bs;
@@ -537,6 +551,32 @@ void rfs_dev_prefetch(struct rfs_dev *dev, uint64_t first, uint64_t count)
 	/* advice only: an error here costs nothing but the overlap */
 	(void)posix_fadvise(dev->fd, (off_t)(dev->offset + first * dev->bs),
 			    (off_t)(count * dev->bs), POSIX_FADV_WILLNEED);
+}
+
+void rfs_dev_cache_run(struct rfs_dev *dev, uint64_t first, uint32_t count)
+{
+	struct rfs_error ignored;
+	if (count < 2 || count > RFS_DEV_CACHE_RUN_MAX || dev->fd < 0 || !dev->cache_sets ||
+	    check_range(dev, first, count, &ignored) ||
+	    check_mapfile(dev, first, count, NULL, &ignored))
+		return;
+	/* all cached already: nothing to gain */
+	uint32_t have = 0;
+	for (uint32_t i = 0; i < count; i++)
+		have += cache_peek(dev, first + i);
+	if (have == count)
+		return;
+	if (!dev->run_buf && !(dev->run_buf = malloc((size_t)RFS_DEV_CACHE_RUN_MAX * dev->bs)))
+		return;
+	size_t len = (size_t)count * dev->bs, got;
+	/* Not through read_hook: the reads that follow count (and fail) there
+	 * one block at a time, as they would without this call.  A failed or
+	 * short read leaves them to find and report the bad block. */
+	if (pread_full(dev, dev->run_buf, len, dev->offset + first * dev->bs, &got, first, &ignored) ||
+	    got < len)
+		return;
+	for (uint32_t i = 0; i < count; i++)
+		cache_store(dev, first + i, dev->run_buf + (size_t)i * dev->bs);
 }
 
 rfs_status rfs_dev_read_run(struct rfs_dev *dev, uint64_t first, uint32_t count, void *buf,

@@ -102,6 +102,18 @@ rfs_status rfs_dev_read_block(struct rfs_dev *dev, uint64_t blk, void *buf,
  * that the caller did not ask for). */
 void rfs_dev_prefetch(struct rfs_dev *dev, uint64_t first, uint64_t count);
 
+/* Reads blocks [first, first + count) with one system call into the block
+ * cache, so that the rfs_dev_read_block calls which follow for them copy from
+ * memory (a tree walk reading leaves that lie side by side: one pread
+ * instead of up to RFS_DEV_CACHE_RUN_MAX).  Only a hint, like
+ * rfs_dev_prefetch: it changes nothing a read returns and nothing it reports
+ * (a failure, a short file, a range outside the device or one a mapfile marks
+ * unread: nothing is cached and the single reads meet the fault), and it does
+ * not count for the fail_read_nth test hook.  Runs of fewer than 2 or more
+ * than RFS_DEV_CACHE_RUN_MAX blocks are ignored. */
+enum { RFS_DEV_CACHE_RUN_MAX = 64 };
+void rfs_dev_cache_run(struct rfs_dev *dev, uint64_t first, uint32_t count);
+
 /* Reads count consecutive blocks with one large read (for scans), overlay
  * applied.  On failure, *bad (if not NULL) is the first block that failed;
  * callers may then fall back to rfs_dev_read_block per block. */

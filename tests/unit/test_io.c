@@ -447,6 +447,97 @@ static void test_create_and_set_size(void **state)
 	free(orig);
 }
 
+/* rfs_dev_cache_run: one pread for a run, the reads that follow copy from
+ * the cache and return the file's bytes (the overlay's where it has them);
+ * faults, the test hook and the mapfile still hit the single reads. */
+static void test_cache_run(void **state)
+{
+	(void)state;
+	uint8_t *orig = make_image(80 * BS, 9);
+	struct rfs_dev_options o = { .path = img_path, .flags = RFS_DEV_DRY_RUN };
+	struct rfs_dev *dev = open_dev(&o);
+	uint8_t buf[BS];
+	struct rfs_error err;
+	rfs_error_clear(&err);
+	memset(buf, 0x5a, BS);
+	assert_int_equal(rfs_dev_write_block(dev, 12, buf, &err), RFS_OK);	/* overlay */
+	struct rfs_dev_stats s0, s1;
+	rfs_dev_get_stats(dev, &s0);
+	rfs_dev_cache_run(dev, 10, 8);
+	rfs_dev_get_stats(dev, &s1);
+	assert_int_equal(s1.read_calls - s0.read_calls, 1);
+	assert_int_equal(s1.blocks_read, s0.blocks_read);	/* nothing handed out yet */
+	for (uint64_t b = 10; b < 18; b++) {
+		assert_int_equal(rfs_dev_read_block(dev, b, buf, &err), RFS_OK);
+		if (b == 12) {
+			assert_int_equal(buf[0], 0x5a);
+			assert_int_equal(buf[BS - 1], 0x5a);
+		} else {
+			assert_memory_equal(buf, orig + b * BS, BS);
+		}
+	}
+	rfs_dev_get_stats(dev, &s0);
+	assert_int_equal(s0.read_calls, s1.read_calls);	/* all from memory */
+	assert_int_equal(s0.cache_hits - s1.cache_hits, 7);	/* 12 came from the overlay */
+	/* all cached: no second read; too short, too long, past the end: none */
+	rfs_dev_cache_run(dev, 10, 8);
+	rfs_dev_cache_run(dev, 30, 1);
+	rfs_dev_cache_run(dev, 0, RFS_DEV_CACHE_RUN_MAX + 1);
+	rfs_dev_cache_run(dev, 75, 8);
+	rfs_dev_get_stats(dev, &s1);
+	assert_int_equal(s1.read_calls, s0.read_calls);
+	assert_int_equal(rfs_dev_read_block(dev, 76, buf, &err), RFS_OK);
+	assert_memory_equal(buf, orig + 76 * BS, BS);
+	rfs_dev_get_stats(dev, &s0);
+	assert_int_equal(s0.read_calls, s1.read_calls + 1);
+	rfs_dev_abandon(dev);
+
+	/* The hook counts the reads of the blocks, not the run's read. */
+	o = (struct rfs_dev_options){ .path = img_path, .fail_read_nth = 3 };
+	dev = open_dev(&o);
+	rfs_dev_cache_run(dev, 40, 6);
+	assert_int_equal(rfs_dev_read_block(dev, 40, buf, &err), RFS_OK);
+	assert_int_equal(rfs_dev_read_block(dev, 41, buf, &err), RFS_OK);
+	assert_int_equal(rfs_dev_read_block(dev, 42, buf, &err), RFS_ERR_INJECTED);
+	assert_int_equal(err.block, 42);
+	rfs_error_clear(&err);
+	assert_int_equal(rfs_dev_read_block(dev, 42, buf, &err), RFS_OK);
+	assert_memory_equal(buf, orig + 42 * BS, BS);
+	rfs_dev_abandon(dev);
+
+	/* A run over a block the mapfile marks unread reads nothing. */
+	FILE *f = fopen(map_path, "w");
+	assert_non_null(f);
+	fprintf(f, "0x0 +\n0x0 0x%x +\n0x%x 0x%x -\n0x%x 0x%x +\n", 22 * BS, 22 * BS, BS,
+		23 * BS, 57 * BS);
+	assert_int_equal(fclose(f), 0);
+	o = (struct rfs_dev_options){ .path = img_path, .mapfile = map_path };
+	dev = open_dev(&o);
+	rfs_dev_get_stats(dev, &s0);
+	rfs_dev_cache_run(dev, 20, 5);
+	rfs_dev_get_stats(dev, &s1);
+	assert_int_equal(s1.read_calls, s0.read_calls);
+	assert_int_equal(rfs_dev_read_block(dev, 21, buf, &err), RFS_OK);
+	assert_memory_equal(buf, orig + 21 * BS, BS);
+	assert_int_equal(rfs_dev_read_block(dev, 22, buf, &err), RFS_ERR_IO);
+	assert_int_equal(err.block, 22);
+	rfs_dev_abandon(dev);
+
+	/* A written block (write-through) is read back as written. */
+	o = (struct rfs_dev_options){ .path = img_path, .flags = RFS_DEV_WRITE | RFS_DEV_NO_UNDO };
+	dev = open_dev(&o);
+	rfs_error_clear(&err);
+	memset(buf, 0x3c, BS);
+	assert_int_equal(rfs_dev_write_block(dev, 50, buf, &err), RFS_OK);
+	rfs_dev_cache_run(dev, 48, 5);
+	assert_int_equal(rfs_dev_read_block(dev, 50, buf, &err), RFS_OK);
+	assert_int_equal(buf[7], 0x3c);
+	assert_int_equal(rfs_dev_read_block(dev, 49, buf, &err), RFS_OK);
+	assert_memory_equal(buf, orig + 49 * BS, BS);
+	assert_int_equal(rfs_dev_close(dev, &err), RFS_OK);
+	free(orig);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +552,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_errors_are_sticky, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_through_cache_and_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_and_set_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_run, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
