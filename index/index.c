@@ -113,7 +113,8 @@ rfs_status rfs_index_open(const char *path, struct rfs_index **out, struct rfs_e
 		st = rfs_index_exec(ix, "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;", err);
 	}
 	if (!st)
-		st = rfs_index_exec(ix, "PRAGMA cache_size=-16384; PRAGMA temp_store=FILE;", err);
+		st = rfs_index_exec(ix, "PRAGMA page_size=16384; PRAGMA cache_size=-16384;"
+				    " PRAGMA temp_store=FILE;", err);
 	static long profile_ms = -1;
 	const char *prof = getenv("RFSCK_SQL_PROFILE");
 	if (!st && prof && *prof) {
@@ -267,7 +268,6 @@ rfs_status rfs_index_build_lookup(struct rfs_index *ix, struct rfs_error *err)
 {
 	return rfs_index_exec(ix,
 		"CREATE INDEX IF NOT EXISTS claim_first ON claim(first);"
-		"CREATE INDEX IF NOT EXISTS leaf_checksum ON leaf(checksum);"
 		"CREATE INDEX IF NOT EXISTS dirent_dir ON dirent(dir_id, objectid, off);"
 		"CREATE INDEX IF NOT EXISTS child_child ON internal_child(child);"
 		"CREATE INDEX IF NOT EXISTS child_parent ON internal_child(parent, idx);"

@@ -300,6 +300,52 @@ static rfs_status choose_hash(struct rb_ctx *c, unsigned option, struct rfs_erro
 	return RFS_OK;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether two undecided leaves share a checksum: only then does step 6
+ * reject anything (a leaf is kept when it is the best of the undecided
+ * leaves with its checksum, so a checksum held by one of them rejects
+ * nothing).  On a volume without copies, this spares the index over all
+ * leaves' checksums (0.3 s on bench-32g) and the search. */
+static rfs_status checksums_shared(struct rb_ctx *c, bool *shared, struct rfs_error *err)
+{
+	sqlite3_stmt *q;
+	rfs_status st = rfs_index_prepare(c->ix, "SELECT checksum FROM leaf"
+					  " WHERE area = 0 AND valid >= 1 AND status IS NULL", &q, err);
+	if (st)
+		return st;
+	size_t n = 0, cap = 0;
+	uint64_t *v = NULL;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 4096;
+			uint64_t *w = realloc(v, nc * sizeof(*v));
+			if (!w) {
+				st = rfs_error_set(err, RFS_ERR_NOMEM, RFS_NO_BLOCK, "leaf checksums");
+				break;
+			}
+			v = w;
+			cap = nc;
+		}
+		v[n++] = (uint64_t)sqlite3_column_int64(q, 0);
+	}
+	if (!st && rc != SQLITE_DONE)
+		st = rfs_index_fail(c->ix, "leaf checksums", err);
+	sqlite3_finalize(q);
+	if (!st && n > 1) {
+		qsort(v, n, sizeof(*v), cmp_u64);
+		for (size_t i = 1; i < n && !*shared; i++)
+			*shared = v[i] == v[i - 1];
+	}
+	free(v);
+	return st;
+}
+
 static rfs_status reject_where(struct rb_ctx *c, const char *reason, const char *detail,
 			       const char *where, struct rfs_error *err)
 {
@@ -336,7 +382,11 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 	if ((st = reject_where(c, "hash-unconfirmed", detail, where, err)))
 		return st;
 	/* 6. duplicates: identical content, keep the strongest (then lowest) copy */
-	if ((st = step_all(c,
+	bool shared = false;
+	if ((st = checksums_shared(c, &shared, err)))
+		return st;
+	if (shared && (st = step_all(c,
+		"CREATE INDEX IF NOT EXISTS leaf_checksum ON leaf(checksum);"
 		"UPDATE leaf SET status = 'rejected', reason = 'duplicate',"
 		" detail = 'identical to leaf ' || (SELECT k.block FROM leaf k WHERE k.checksum = leaf.checksum"
 		"   AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
@@ -347,7 +397,9 @@ rfs_status rb_select(struct rb_ctx *c, struct rfs_error *err)
 		"   GROUP BY checksum HAVING count(*) > 1)"
 		" AND block <> (SELECT k.block FROM leaf k"
 		"   WHERE k.checksum = leaf.checksum AND k.area = 0 AND k.valid >= 1 AND k.status IS NULL"
-		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1);"
+		"   ORDER BY k.reachable * 2 + k.used DESC, k.block LIMIT 1);", err)))
+		return st;
+	if ((st = step_all(c,
 		"UPDATE leaf SET status = 'accepted', reason = CASE WHEN reachable THEN 'reachable'"
 		" WHEN used THEN 'marked-used' ELSE 'unreferenced' END"
 		" WHERE area = 0 AND valid >= 1 AND status IS NULL;", err)))

@@ -25,19 +25,23 @@ Recipes:
   zero-nested-leaf     zero the leaf holding the first indirect item of the
                        nested image file (needs --manifest with the file's ino,
                        and the path from NAME.nested.json or --nested-path)
+  copy-leaves          copy N random leaves (default N=2) into free blocks no
+                       file claims, mark them used, and zero the root: the
+                       rebuild meets each copied leaf twice
 """
 import argparse
 import json
 import os
 import random
 import shutil
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rcorpus  # noqa: E402
 
 RECIPES = ["zero-root", "zero-internal", "zero-bitmaps", "zero-super", "zero-leaves", "flip-leaves",
-           "truncate", "zero-journal-header", "zero-nested-leaf"]
+           "truncate", "zero-journal-header", "zero-nested-leaf", "copy-leaves"]
 
 
 def zero_blocks(path, bs, blocks):
@@ -55,6 +59,49 @@ def tree_nodes(fs):
         elif level is not None and level >= 2:
             internals.append(b)
     return sorted(leaves), sorted(internals)
+
+
+def claimed_blocks(fs, leaves):
+    """Every block an indirect item of the tree's leaves points to."""
+    out = set()
+    for b in leaves:
+        blk = fs.read_block(b)
+        for it in fs.leaf_items(blk):
+            if it["type"] != "indirect":
+                continue
+            for k in range(it["len"] // 4):
+                p, = struct.unpack_from("<I", blk, it["loc"] + 4 * k)
+                if p:
+                    out.add(p)
+    return out
+
+
+def copy_leaves(fs, dst, rng, n, leaves, internals):
+    """Copies n leaves of the tree, byte for byte, into blocks that are free,
+    outside the journal, and that no file claims, marks the copies used in
+    the bitmap, and zeroes the root: a rebuild then finds every copied leaf
+    twice, with the same strength, and must keep one of each pair."""
+    bs = fs.blocksize
+    taken = claimed_blocks(fs, leaves) | set(leaves) | set(internals) | set(fs.bitmap_blocks())
+    bmap = [bytearray(fs.read_block(b)) for b in fs.bitmap_blocks()]
+    bits = 8 * bs
+    def used(i):
+        return bmap[i // bits][(i % bits) // 8] >> (i % 8) & 1
+    low = fs.j_first + fs.j_size + 1 if fs.j_dev == 0 else fs.sb_block + 2
+    free = [i for i in range(low, fs.block_count) if not used(i) and i not in taken]
+    chosen = sorted(rng.sample(leaves, min(n, len(leaves))))
+    if len(free) < len(chosen):
+        raise SystemExit("copy-leaves: not enough free blocks")
+    targets = sorted(rng.sample(free, len(chosen)))
+    with open(dst, "r+b") as f:
+        for src, to in zip(chosen, targets):
+            f.seek(to * bs)
+            f.write(fs.read_block(src))
+            bmap[to // bits][(to % bits) // 8] |= 1 << (to % 8)
+        for i, b in enumerate(fs.bitmap_blocks()):
+            f.seek(b * bs)
+            f.write(bytes(bmap[i]))
+    return [{"from": s_, "to": t} for s_, t in zip(chosen, targets)]
 
 
 def find_nested_leaves(fs, leaves, oid):
@@ -127,6 +174,11 @@ def apply(recipe, src, dst, seed=1, n=None, manifest=None, nested_path=None):
             rec["note"] = "journal on another device; nothing done"
         else:
             rec["blocks_zeroed"] = [fs.journal_header_block()]
+    elif recipe == "copy-leaves":
+        n = n or 2
+        rec["n"] = n
+        rec["leaves_copied"] = copy_leaves(fs, dst, rng, n, leaves, internals)
+        rec["blocks_zeroed"] = [fs.root_block]
     elif recipe == "zero-nested-leaf":
         if not manifest:
             raise SystemExit("zero-nested-leaf needs --manifest (and the nested path)")

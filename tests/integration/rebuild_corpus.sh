@@ -4,14 +4,15 @@
 # kernel's ground truth (corpus/images/NAME.manifest.jsonl).
 # Images: r36-features-r5, r35-features-r5, r36-hash-tea, r36-hash-rupasov.
 # Damage: none, zero-root, zero-internal, zero-leaves N=3 (seeds 1, 2),
-# flip-leaves N=3 (seeds 1, 2), zero-bitmaps.  For every case:
+# flip-leaves N=3 (seeds 1, 2), zero-bitmaps, copy-leaves N=3 (each copy must
+# be rejected as a duplicate).  For every case:
 #   - exit 1; the damaged image is byte-identical afterwards (sha256);
 #   - stdout is one JSON report with the contract's fields and types
 #     (tests/lib/rebuild_case.py schema), mode "rebuild";
 #   - OUT read back by rfsck (ls -R --json + salvage; cross-checked once per
 #     image against corpus/tools/read-rfsck, the `rfsck cat` reader) and scored
 #     with score.py: foreign == 0 always;
-#   - none / zero-root / zero-internal / zero-bitmaps: every ground-truth entry
+#   - none / zero-root / zero-internal / zero-bitmaps / copy-leaves: every ground-truth entry
 #     intact, no metadata difference, /lost+found empty, no partial file;
 #   - zero-leaves / flip-leaves: the strict rule of rebuild_case.py verify:
 #     the ORIGINAL image's leaves are parsed to find where each path's stat
@@ -64,6 +65,14 @@ run_case() {   # BASE RECIPE SEED N EXPECT
 	[ -s "$W/out.img" ] || { echo "FAIL $name: no output image"; return 1; }
 	[ ! -e "$W/d.img.rfsck-undo" ] || { echo "FAIL $name: --output left an undo file next to the source"; return 1; }
 	python3 "$H" read "$RFSCK" "$W/out.img" "$W/res.jsonl" || { echo "FAIL $name: cannot read the rebuilt image"; return 1; }
+	if [ "$recipe" = copy-leaves ]; then   # each copied leaf is rejected once, as a duplicate
+		python3 -c 'import json,sys
+rep = json.load(open(sys.argv[1])); rec = json.load(open(sys.argv[2]))
+got = rep["leaves"]["rejected_by_reason"].get("duplicate", 0)
+want = len(rec["leaves_copied"])
+sys.exit(0 if got == want and want > 0 else "duplicates rejected: %d, %d leaves copied" % (got, want))' \
+			"$W/rep.json" "$W/rec.json" || { echo "FAIL $name: duplicate leaves"; return 1; }
+	fi
 	if [ "$recipe" = zero-root ]; then   # the fast reader agrees with read-rfsck
 		python3 "$T/read-rfsck" "$RFSCK" "$W/out.img" "$W/res-cat.jsonl" 2>/dev/null ||
 			{ echo "FAIL $name: read-rfsck"; return 1; }
@@ -94,6 +103,7 @@ for base in r36-features-r5 r35-features-r5 r36-hash-tea r36-hash-rupasov; do
 	for r in none zero-root zero-internal zero-bitmaps; do
 		run_case "$base" "$r" 1 "" intact || failed=$((failed + 1))
 	done
+	run_case "$base" copy-leaves 1 3 intact || failed=$((failed + 1))
 	for seed in 1 2; do
 		run_case "$base" zero-leaves "$seed" 3 loss || failed=$((failed + 1))
 		run_case "$base" flip-leaves "$seed" 3 loss || failed=$((failed + 1))
