@@ -12,14 +12,9 @@
 #include <stdlib.h>
 
 #include "leaf_stream.h"
+#include "rfs/u64set.h"
 
 enum { RUN_GAP = 4 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 void rb_leaf_stream_init(struct rb_leaf_stream *s, sqlite3_stmt *q, struct rfs_dev *dev)
 {
@@ -36,7 +31,7 @@ static void cache_runs(struct rb_leaf_stream *s)
 		return;
 	for (unsigned i = 0; i < s->n; i++)
 		s->sorted[i] = s->blk[i];
-	qsort(s->sorted, s->n, sizeof(s->sorted[0]), cmp_u64);
+	qsort(s->sorted, s->n, sizeof(s->sorted[0]), u64_compare);
 	uint64_t first = s->sorted[0], last = first;
 	for (unsigned i = 1; i <= s->n; i++) {
 		if (i < s->n && s->sorted[i] - last <= RUN_GAP &&

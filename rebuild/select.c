@@ -28,6 +28,7 @@
 #include "keyorder.h"
 #include "rebuild.h"
 #include "rfs/hash.h"
+#include "rfs/u64set.h"
 
 enum { ST_UNKNOWN = 0, ST_LEAF, ST_DATA, ST_NESTED };
 
@@ -300,12 +301,6 @@ static rfs_status choose_hash(struct rb_ctx *c, unsigned option, struct rfs_erro
 	return RFS_OK;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Whether two undecided leaves share a checksum: only then does step 6
  * reject anything (a leaf is kept when it is the best of the undecided
  * leaves with its checksum, so a checksum held by one of them rejects
@@ -338,7 +333,7 @@ static rfs_status checksums_shared(struct rb_ctx *c, bool *shared, struct rfs_er
 		st = rfs_index_fail(c->ix, "leaf checksums", err);
 	sqlite3_finalize(q);
 	if (!st && n > 1) {
-		qsort(v, n, sizeof(*v), cmp_u64);
+		qsort(v, n, sizeof(*v), u64_compare);
 		for (size_t i = 1; i < n && !*shared; i++)
 			*shared = v[i] == v[i - 1];
 	}

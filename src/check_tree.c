@@ -22,6 +22,7 @@
 #include "rfs/bytes.h"
 #include "rfs/hash.h"
 #include "rfs/object.h"
+#include "rfs/u64set.h"
 
 struct walk {
 	struct rfs_check *c;
@@ -494,12 +495,6 @@ static void report_delim(struct walk *w, enum rfs_problem_code code, uint64_t bl
 	problem_report(w->c->rep, code, &ctx);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Announces the children of a validated internal node before the walk reads
  * them one by one: sorted and merged into runs (gaps of up to PREFETCH_GAP
  * blocks are read along), so the device sees a queue of requests in block
@@ -520,7 +515,7 @@ static void prefetch_children(struct walk *w, const uint8_t *node, int nr_items,
 	}
 	if (!n)
 		return;
-	qsort(w->pf, n, sizeof(*w->pf), cmp_u64);
+	qsort(w->pf, n, sizeof(*w->pf), u64_compare);
 	uint64_t first = w->pf[0], last = w->pf[0];
 	for (size_t i = 1; i <= n; i++) {
 		if (i < n && w->pf[i] - last <= PREFETCH_GAP) {

@@ -15,6 +15,7 @@
 
 #include "cli_common.h"
 #include "rfs/undo.h"
+#include "rfs/u64set.h"
 
 enum { OPT_DRY_RUN = OPT_FIRST_COMMAND_OPTION, OPT_FORCE };
 
@@ -38,12 +39,6 @@ static void collect_block(void *ctx, uint64_t blk)
 		l->cap = ncap;
 	}
 	l->blk[l->n++] = blk;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
 }
 
 static const char *state_name(enum undo_file_state s)
@@ -181,7 +176,7 @@ int cmd_undo(int argc, char **argv)
 	if (!st && blocks.oom)
 		fprintf(stderr, "rfsck undo: out of memory listing the blocks; the list is incomplete\n");
 	if (blocks.n)
-		qsort(blocks.blk, blocks.n, sizeof(*blocks.blk), cmp_u64);
+		qsort(blocks.blk, blocks.n, sizeof(*blocks.blk), u64_compare);
 
 	int rc = st ? RFS_EXIT_OPERATIONAL : RFS_EXIT_OK;
 	if (json) {

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "rfs/u64set.h"
 
 void io_overlay_init(struct io_overlay *ov, uint32_t block_size)
 {
@@ -77,12 +78,6 @@ rfs_status io_overlay_put(struct io_overlay *ov, uint64_t blk, const void *buf,
 	return RFS_OK;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 rfs_status io_overlay_list(const struct io_overlay *ov, uint64_t **blocks, uint64_t *n,
 			   struct rfs_error *err)
 {
@@ -97,7 +92,7 @@ rfs_status io_overlay_list(const struct io_overlay *ov, uint64_t **blocks, uint6
 	for (size_t i = 0; i < ov->cap; i++)
 		if (ov->data[i])
 			list[k++] = ov->blocks[i];
-	qsort(list, k, sizeof(*list), cmp_u64);
+	qsort(list, k, sizeof(*list), u64_compare);
 	*blocks = list;
 	*n = k;
 	return RFS_OK;

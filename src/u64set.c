@@ -70,7 +70,7 @@ void u64set_free(struct u64set *s)
 	s->has_zero = false;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int u64_compare(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return (x > y) - (x < y);
@@ -88,7 +88,7 @@ rfs_status u64set_sorted(const struct u64set *s, uint64_t **out, size_t *n)
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i])
 			v[k++] = s->slots[i];
-	qsort(v, k, sizeof(*v), cmp_u64);
+	qsort(v, k, sizeof(*v), u64_compare);
 	*out = v;
 	*n = k;
 	return RFS_OK;

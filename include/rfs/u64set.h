@@ -22,6 +22,8 @@ struct u64set {
 rfs_status u64set_add(struct u64set *s, uint64_t v, bool *added);
 bool u64set_has(const struct u64set *s, uint64_t v);
 void u64set_free(struct u64set *s);
+/* qsort's comparison of two uint64_t, ascending. */
+int u64_compare(const void *a, const void *b);
 /* The members in ascending order, in a new array the caller frees. */
 rfs_status u64set_sorted(const struct u64set *s, uint64_t **out, size_t *n);
 
